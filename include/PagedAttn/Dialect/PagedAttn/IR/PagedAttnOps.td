@@ -1,0 +1,139 @@
+//===- PagedAttnOps.td - paged_attn operations -------------*- tablegen -*-===//
+//
+// The decode_v2 operation in its two forms: with value semantics on tensors
+// (what a graph importer emits) and on memrefs (what the lowering consumes).
+// It is destination-passing like linalg's structured ops, so one op serves
+// both and one-shot bufferization turns the first into the second.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGED_ATTN_OPS_TD
+#define PAGED_ATTN_OPS_TD
+
+include "PagedAttn/Dialect/PagedAttn/IR/PagedAttnDialect.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/OpBase.td"
+
+def PagedAttn_ShapedOperand : AnyTypeOf<[AnyRankedTensor, AnyMemRef]>;
+
+def PagedAttn_DecodeV2Op : PagedAttn_Op<"decode_v2", [
+    AttrSizedOperandSegments,
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "PagedAttention V2 decode: one query token per sequence "
+                "attending to a block-paged KV cache";
+  let description = [{
+    Computes, for every sequence `s` and query head `h`,
+
+    ```
+    out[s, h] = softmax(scale * q[s, h] . K[s, kv(h)]^T) . V[s, kv(h)]
+    ```
+
+    over the first `seq_lens[s]` tokens of the sequence's context, where
+    `kv(h) = h / (num_heads / num_kv_heads)` (MHA, GQA and MQA) and the
+    context's tokens are gathered from the paged caches through
+    `block_tables`: token `t` of sequence `s` lives in physical block
+    `block_tables[s, t / block_size]` at slot `t % block_size`.
+
+    | operand | shape | element type |
+    |---|---|---|
+    | query | `[num_seqs, num_heads, head_size]` | f16, bf16, f32 |
+    | key_cache | `[num_blocks, num_kv_heads, head_size / x, block_size, x]` | query's, or fp8 |
+    | value_cache | `[num_blocks, num_kv_heads, head_size, block_size]` | key_cache's |
+    | block_tables | `[num_seqs, max_blocks_per_seq]` | i32 |
+    | seq_lens | `[num_seqs]` | i32 |
+    | alibi_slopes (optional) | `[num_heads]` | f32 |
+    | k_scale, v_scale (fp8 caches only) | scalars | f32 |
+    | max_seq_len (optional) | scalar: the largest entry of seq_lens | index |
+    | output (init) | `[num_seqs, num_heads, head_size]` | query's |
+    | exp_sums, max_logits (workspace) | `[num_seqs, num_heads, max_num_partitions]` | f32 |
+    | tmp_output (workspace) | `[num_seqs, num_heads, max_num_partitions, head_size]` | f32 or query's |
+
+    `x = 16 / sizeof(cache element)`: 16 bytes of one token's key are
+    contiguous. The context of a sequence is split into partitions of
+    `partition_size` tokens; the workspace holds each partition's running
+    max logit, exp sum and partial output for the log-sum-exp reduction.
+
+    The op is destination-passing. On tensors it returns the new values of
+    its inits (`output`, then the workspace if given) and has no side
+    effects; the workspace may then be omitted and is allocated by
+    bufferization. On memrefs it writes its inits and returns nothing.
+    `max_seq_len`, when given, bounds the partitions launched; without it
+    the grid covers every workspace partition (the fixed-grid mode a CUDA
+    graph capture needs).
+
+    The head size, block size and head counts are static (the kernels
+    specialize on them); `num_seqs`, `num_blocks`, `max_blocks_per_seq`
+    and `max_num_partitions` may be dynamic.
+
+    Example (memref form, Llama-3-8B-like GQA, 8 query heads per KV head):
+
+    ```mlir
+    paged_attn.decode_v2
+        ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>,
+            memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>,
+            memref<?x?xi32>, memref<?xi32>)
+        max_seq_len(%max_len)
+        outs(%out : memref<?x32x128xf16>)
+        workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>,
+                  memref<?x32x?x128xf32>)
+        {scale = 0.0883883 : f32, partition_size = 512 : i64}
+    ```
+  }];
+
+  let arguments = (ins
+    PagedAttn_ShapedOperand:$query,
+    PagedAttn_ShapedOperand:$key_cache,
+    PagedAttn_ShapedOperand:$value_cache,
+    PagedAttn_ShapedOperand:$block_tables,
+    PagedAttn_ShapedOperand:$seq_lens,
+    Optional<PagedAttn_ShapedOperand>:$alibi_slopes,
+    Optional<F32>:$k_scale,
+    Optional<F32>:$v_scale,
+    Optional<Index>:$max_seq_len,
+    PagedAttn_ShapedOperand:$output,
+    Optional<PagedAttn_ShapedOperand>:$exp_sums,
+    Optional<PagedAttn_ShapedOperand>:$max_logits,
+    Optional<PagedAttn_ShapedOperand>:$tmp_output,
+    F32Attr:$scale,
+    DefaultValuedAttr<I64Attr, "512">:$partition_size
+  );
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+
+  let assemblyFormat = [{
+    `ins` `(` $query `,` $key_cache `,` $value_cache `,` $block_tables `,`
+              $seq_lens `:` type($query) `,` type($key_cache) `,`
+              type($value_cache) `,` type($block_tables) `,` type($seq_lens)
+          `)`
+    (`alibi_slopes` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+    (`kv_scales` `(` $k_scale^ `,` $v_scale `)`)?
+    (`max_seq_len` `(` $max_seq_len^ `)`)?
+    `outs` `(` $output `:` type($output) `)`
+    (`workspace` `(` $exp_sums^ `,` $max_logits `,` $tmp_output `:`
+                     type($exp_sums) `,` type($max_logits) `,`
+                     type($tmp_output) `)`)?
+    attr-dict (`->` type($results)^)?
+  }];
+
+  let extraClassDeclaration = [{
+    /// The inits: output, then the workspace when present.
+    MutableOperandRange getDpsInitsMutable();
+
+    /// True when the op carries exp_sums, max_logits and tmp_output.
+    bool hasWorkspace() { return static_cast<bool>(getTmpOutput()); }
+
+    /// Shape accessors the verifier, bufferization and lowering share.
+    ShapedType getQueryType() { return ::mlir::cast<ShapedType>(getQuery().getType()); }
+    ShapedType getKeyCacheType() { return ::mlir::cast<ShapedType>(getKeyCache().getType()); }
+    ShapedType getValueCacheType() { return ::mlir::cast<ShapedType>(getValueCache().getType()); }
+    int64_t getNumHeads() { return getQueryType().getDimSize(1); }
+    int64_t getHeadSize() { return getQueryType().getDimSize(2); }
+    int64_t getNumKvHeads() { return getKeyCacheType().getDimSize(1); }
+    int64_t getBlockSize() { return getKeyCacheType().getDimSize(3); }
+  }];
+
+  let hasVerifier = 1;
+}
+
+#endif // PAGED_ATTN_OPS_TD

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+#===- scripts/test.sh - build and run every test ---------------------------===#
+#
+# Installs what is missing, builds, runs the lit suite (FileCheck tests, the
+# ptxas checks, and the GPU tests, UNSUPPORTED without a GPU) and ends with
+# one line "N passed, N failed, N skipped" counted from lit's results.
+#
+#===------------------------------------------------------------------------===#
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${PA_BUILD_DIR:-$root/build}"
+"$root/scripts/build.sh" >/dev/null
+results="$build/test-results.xml"
+rm -f "$results"
+set +e
+/usr/lib/llvm-22/bin/lit -sv --xunit-xml-output "$results" "$build/test"
+lit_rc=$?
+set -e
+python3 "$root/scripts/count_results.py" "$results"
+exit $lit_rc

@@ -1,0 +1,71 @@
+// RUN: pa-opt %s | pa-opt | FileCheck %s
+// RUN: pa-opt %s --mlir-print-op-generic | pa-opt | FileCheck %s
+
+// Round trips of decode_v2 in both forms, pretty and generic.
+
+// CHECK-LABEL: func.func @tensor_form_no_workspace
+// CHECK-SAME: (%[[Q:.*]]: tensor<?x32x128xf16>, %[[K:.*]]: tensor<?x8x16x16x8xf16>, %[[V:.*]]: tensor<?x8x128x16xf16>, %[[BT:.*]]: tensor<?x?xi32>, %[[SL:.*]]: tensor<?xi32>, %[[OUT:.*]]: tensor<?x32x128xf16>)
+// CHECK: %[[R:.*]] = paged_attn.decode_v2 ins(%[[Q]], %[[K]], %[[V]], %[[BT]], %[[SL]] : tensor<?x32x128xf16>, tensor<?x8x16x16x8xf16>, tensor<?x8x128x16xf16>, tensor<?x?xi32>, tensor<?xi32>) outs(%[[OUT]] : tensor<?x32x128xf16>) {scale = 0.0883883461 : f32} -> tensor<?x32x128xf16>
+// CHECK: return %[[R]]
+func.func @tensor_form_no_workspace(%q: tensor<?x32x128xf16>, %kc: tensor<?x8x16x16x8xf16>,
+    %vc: tensor<?x8x128x16xf16>, %bt: tensor<?x?xi32>, %sl: tensor<?xi32>,
+    %out: tensor<?x32x128xf16>) -> tensor<?x32x128xf16> {
+  %r = paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl
+      : tensor<?x32x128xf16>, tensor<?x8x16x16x8xf16>, tensor<?x8x128x16xf16>,
+        tensor<?x?xi32>, tensor<?xi32>)
+      outs(%out : tensor<?x32x128xf16>) {scale = 0.0883883461 : f32}
+      -> tensor<?x32x128xf16>
+  return %r : tensor<?x32x128xf16>
+}
+
+// CHECK-LABEL: func.func @tensor_form_workspace
+// CHECK: %{{.*}}:4 = paged_attn.decode_v2 ins({{.*}}) max_seq_len(%{{.*}}) outs(%{{.*}} : tensor<4x16x64xbf16>) workspace(%{{.*}}, %{{.*}}, %{{.*}} : tensor<4x16x3xf32>, tensor<4x16x3xf32>, tensor<4x16x3x64xf32>) {partition_size = 1024 : i64, scale = 1.250000e-01 : f32} -> tensor<4x16x64xbf16>, tensor<4x16x3xf32>, tensor<4x16x3xf32>, tensor<4x16x3x64xf32>
+func.func @tensor_form_workspace(%q: tensor<4x16x64xbf16>, %kc: tensor<100x2x8x32x8xbf16>,
+    %vc: tensor<100x2x64x32xbf16>, %bt: tensor<4x96xi32>, %sl: tensor<4xi32>, %max: index,
+    %out: tensor<4x16x64xbf16>, %es: tensor<4x16x3xf32>, %ml: tensor<4x16x3xf32>,
+    %tmp: tensor<4x16x3x64xf32>) -> tensor<4x16x64xbf16> {
+  %r:4 = paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl
+      : tensor<4x16x64xbf16>, tensor<100x2x8x32x8xbf16>, tensor<100x2x64x32xbf16>,
+        tensor<4x96xi32>, tensor<4xi32>)
+      max_seq_len(%max)
+      outs(%out : tensor<4x16x64xbf16>)
+      workspace(%es, %ml, %tmp : tensor<4x16x3xf32>, tensor<4x16x3xf32>, tensor<4x16x3x64xf32>)
+      {scale = 0.125 : f32, partition_size = 1024 : i64}
+      -> tensor<4x16x64xbf16>, tensor<4x16x3xf32>, tensor<4x16x3xf32>, tensor<4x16x3x64xf32>
+  return %r#0 : tensor<4x16x64xbf16>
+}
+
+// CHECK-LABEL: func.func @memref_form
+// CHECK: paged_attn.decode_v2 ins(%{{.*}} : memref<?x32x256xf32>, memref<?x8x64x8x4xf32>, memref<?x8x256x8xf32>, memref<?x?xi32>, memref<?xi32>) outs(%{{.*}} : memref<?x32x256xf32>) workspace(%{{.*}} : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x256xf32>) {scale = 6.250000e-02 : f32}
+// CHECK-NOT: ->
+func.func @memref_form(%q: memref<?x32x256xf32>, %kc: memref<?x8x64x8x4xf32>,
+    %vc: memref<?x8x256x8xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
+    %out: memref<?x32x256xf32>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>,
+    %tmp: memref<?x32x?x256xf32>) {
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl
+      : memref<?x32x256xf32>, memref<?x8x64x8x4xf32>, memref<?x8x256x8xf32>,
+        memref<?x?xi32>, memref<?xi32>)
+      outs(%out : memref<?x32x256xf32>)
+      workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x256xf32>)
+      {scale = 0.0625 : f32, partition_size = 512 : i64}
+  return
+}
+
+// The optional operands the lowering rejects until implemented still parse,
+// print and verify: ALiBi slopes and an fp8 cache with its scales.
+
+// CHECK-LABEL: func.func @alibi_and_fp8
+// CHECK: paged_attn.decode_v2 ins({{.*}} : memref<?x32x128xf16>, memref<?x4x8x16x16xf8E4M3FN>, memref<?x4x128x16xf8E4M3FN>, memref<?x?xi32>, memref<?xi32>) alibi_slopes(%{{.*}} : memref<32xf32>) kv_scales(%{{.*}}, %{{.*}}) outs
+func.func @alibi_and_fp8(%q: memref<?x32x128xf16>, %kc: memref<?x4x8x16x16xf8E4M3FN>,
+    %vc: memref<?x4x128x16xf8E4M3FN>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
+    %slopes: memref<32xf32>, %ks: f32, %vs: f32, %out: memref<?x32x128xf16>,
+    %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf16>) {
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl
+      : memref<?x32x128xf16>, memref<?x4x8x16x16xf8E4M3FN>, memref<?x4x128x16xf8E4M3FN>,
+        memref<?x?xi32>, memref<?xi32>)
+      alibi_slopes(%slopes : memref<32xf32>) kv_scales(%ks, %vs)
+      outs(%out : memref<?x32x128xf16>)
+      workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf16>)
+      {scale = 0.0883883461 : f32}
+  return
+}
