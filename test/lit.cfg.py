@@ -2,6 +2,8 @@
 """lit configuration of the paged_attn test suite."""
 
 import os
+import subprocess
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -44,6 +46,19 @@ if config.pa_cuda_gpu.upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("cuda-gpu")
 else:
     lit_config.note("no CUDA GPU: the end-to-end GPU tests are UNSUPPORTED")
+
+if config.pa_runtime_built.upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("pa-runtime")
+    config.substitutions.append(
+        ("%pa_runtime_host_tests", config.pa_runtime_host_tests))
+else:
+    lit_config.note("the runtime was not built (no cuda.h): its tests are "
+                    "UNSUPPORTED")
+
+# Python: the helper scripts under kernels/, and the torch tests on a GPU.
+config.substitutions.append(("%python", sys.executable))
+if subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode == 0:
+    config.available_features.add("python-torch")
 
 config.substitutions.append(("%pa_src_root", config.pa_src_root))
 config.substitutions.append(("%pa_obj_root", config.pa_obj_root))

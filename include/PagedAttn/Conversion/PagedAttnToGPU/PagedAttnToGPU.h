@@ -1,0 +1,41 @@
+//===- PagedAttnToGPU.h - decode_v2 to GPU kernels --------------*- C++ -*-===//
+//
+// The conversion of memref-form paged_attn.decode_v2 into the PagedAttention
+// V2 kernels (gpu.module) and their launches.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGED_ATTN_CONVERSION_PAGEDATTNTOGPU_PAGEDATTNTOGPU_H
+#define PAGED_ATTN_CONVERSION_PAGEDATTNTOGPU_PAGEDATTNTOGPU_H
+
+#include <cstdint>
+
+namespace mlir {
+class ConversionTarget;
+class RewritePatternSet;
+} // namespace mlir
+
+namespace mlir::paged_attn {
+
+/// Top-module attribute holding each kernel variant's key (dtypes, head size,
+/// block size, heads per program, warps, token step, shared bytes) keyed by
+/// variant name; each variant's gpu.module carries its own as "paged_attn.variant".
+inline constexpr char kVariantAttrName[] = "paged_attn.variants";
+
+/// Overrides of the kernel planning rule (KernelPlan.cpp); 0 means "rule".
+struct PagedAttnToGPUOptions {
+  int64_t headsPerProgram = 0;
+  int64_t warps = 4;
+};
+
+/// Adds the pattern that lowers decode_v2 (memref form) to gpu.launch_func
+/// ops and creates or reuses the gpu.module of its kernel variant.
+void populatePagedAttnToGPUPatterns(RewritePatternSet &patterns,
+                                    const PagedAttnToGPUOptions &options);
+
+/// Marks paged_attn illegal and the dialects the kernels use legal.
+void configurePagedAttnToGPULegality(ConversionTarget &target);
+
+} // namespace mlir::paged_attn
+
+#endif // PAGED_ATTN_CONVERSION_PAGEDATTNTOGPU_PAGEDATTNTOGPU_H

@@ -1,0 +1,56 @@
+//===- Passes.td - paged_attn conversions ------------------*- tablegen -*-===//
+//
+// Conversions out of the paged_attn dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGED_ATTN_CONVERSION_PASSES_TD
+#define PAGED_ATTN_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertPagedAttnToGPU : Pass<"convert-paged-attn-to-gpu", "ModuleOp"> {
+  let summary = "Lower memref-form decode_v2 to a partition and a reduce "
+                "kernel in a gpu.module and their gpu.launch_func";
+  let description = [{
+    Each memref-form `paged_attn.decode_v2` becomes, on the host side, the
+    launch of the PagedAttention V2 kernels with the geometry computed from
+    the operand sizes, and, on the device side, one `gpu.module` per kernel
+    variant (element types, head size, block size, GQA tile) holding:
+
+    * `<variant>_partition`: one program per (partition, KV head ×
+      head tile, sequence). It computes `heads_per_program` query heads of
+      one KV head's group so each K/V byte is read once, gathers K and V
+      through the block table in `scf.for` steps of `token_step` tokens per
+      warp with 16-byte vector loads, keeps an fp32 online softmax per lane,
+      reduces dot products with `gpu.shuffle xor`, merges warps through
+      workgroup memory and writes the partition's max logit, exp sum and
+      normalized partial output. Partitions past a sequence's end write
+      sentinels (`-inf`, `0`) and exit.
+    * `<variant>_onepass`: the same kernel writing the output directly,
+      used when one partition covers every context.
+    * `<variant>_reduce`: one warp per (sequence, query head), a one-pass
+      log-sum-exp merge of the partitions, lanes across head_size.
+
+    Host side: with `max_seq_len` the number of partitions is
+    `ceil(max_seq_len / partition_size)` and an `scf.if` picks the one-pass
+    kernel when it is 1; without it the grid covers every workspace
+    partition (fixed-grid mode, for CUDA-graph capture).
+
+    The kernels take bare pointers (flattened 1-D memrefs): lower them with
+    `convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1}`.
+  }];
+  let options = [
+    Option<"headsPerProgram", "heads-per-program", "int64_t", /*default=*/"0",
+           "Query heads one partition program computes (GQA tile); 0 picks "
+           "the documented rule">,
+    Option<"warps", "warps", "int64_t", /*default=*/"4",
+           "Warps per partition program">,
+  ];
+  let dependentDialects = [
+    "arith::ArithDialect", "gpu::GPUDialect", "LLVM::LLVMDialect",
+    "memref::MemRefDialect", "scf::SCFDialect", "vector::VectorDialect"
+  ];
+}
+
+#endif // PAGED_ATTN_CONVERSION_PASSES_TD

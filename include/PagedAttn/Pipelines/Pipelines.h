@@ -1,0 +1,61 @@
+//===- Pipelines.h - paged_attn pipelines -----------------------*- C++ -*-===//
+//
+// paged-attn-to-ptx: from a function holding decode_v2 (either form) to PTX
+// in gpu.binary ops, and optionally to bundles on disk.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGED_ATTN_PIPELINES_PIPELINES_H
+#define PAGED_ATTN_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassOptions.h"
+
+#include <string>
+
+namespace mlir {
+class OpPassManager;
+} // namespace mlir
+
+namespace mlir::paged_attn {
+
+/// Options of paged-attn-to-ptx.
+struct PagedAttnToPTXOptions
+    : public PassPipelineOptions<PagedAttnToPTXOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("Target chip (sm_70, sm_80, sm_90, ...)"),
+      llvm::cl::init("sm_70")};
+  PassOptions::Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features, e.g. +ptx80; empty: the lowest PTX "
+                     "version the chip needs"),
+      llvm::cl::init("")};
+  PassOptions::Option<int> optLevel{
+      *this, "opt-level", llvm::cl::desc("LLVM optimization level"),
+      llvm::cl::init(3)};
+  PassOptions::Option<int64_t> headsPerProgram{
+      *this, "heads-per-program",
+      llvm::cl::desc("GQA tile (query heads per program); 0: the rule"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> warps{
+      *this, "warps", llvm::cl::desc("Warps per partition program"),
+      llvm::cl::init(4)};
+  PassOptions::Option<std::string> exportDir{
+      *this, "export-dir",
+      llvm::cl::desc("If set, write each variant's PTX + manifest here"),
+      llvm::cl::init("")};
+};
+
+/// The lowest PTX ISA feature a chip needs ("+ptx60" for sm_70, ...), or ""
+/// for a chip this table does not know.
+std::string minimumPtxFeature(llvm::StringRef chip);
+
+/// Builds paged-attn-to-ptx into `pm` (on builtin.module).
+void buildPagedAttnToPTXPipeline(OpPassManager &pm,
+                                 const PagedAttnToPTXOptions &options);
+
+/// Registers paged-attn-to-ptx with the pass registry.
+void registerPagedAttnPipelines();
+
+} // namespace mlir::paged_attn
+
+#endif // PAGED_ATTN_PIPELINES_PIPELINES_H

@@ -1,0 +1,25 @@
+//===- Passes.td - paged_attn export -----------------------*- tablegen -*-===//
+
+#ifndef PAGED_ATTN_TARGET_PASSES_TD
+#define PAGED_ATTN_TARGET_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def PagedAttnExportBundle : Pass<"paged-attn-export-bundle", "ModuleOp"> {
+  let summary = "Write each kernel variant's PTX and manifest for the runtime";
+  let description = [{
+    After `gpu-module-to-binary{format=isa}`, writes for every `gpu.binary`
+    that `convert-paged-attn-to-gpu` made (its key is in the module's
+    `paged_attn.variants`) and every PTX object in it:
+    `<output-dir>/<variant>_<chip>.ptx` and `<variant>_<chip>.manifest`,
+    the bundle the runtime loads (docs/bundle-format.md: kernel names,
+    parameter order, grid formulas, shared memory, variant key, chip). The
+    IR is left unchanged.
+  }];
+  let options = [
+    Option<"outputDir", "output-dir", "std::string", /*default=*/"\".\"",
+           "Folder the bundles are written to (created if missing)">,
+  ];
+}
+
+#endif // PAGED_ATTN_TARGET_PASSES_TD

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Builds the kernel library: one bundle (PTX + manifest) per variant and chip.
+
+For every variant of the documented set (kernels/variants.py) this writes a
+memref-form decode_v2 op specialised to it and runs
+
+    pa-opt VARIANT.mlir -paged-attn-to-ptx="chip=CHIP heads-per-program=H export-dir=OUT"
+
+so the runtime needs no MLIR. Runs the variants in parallel (-j).
+
+Usage: build_library.py --pa-opt PATH --out DIR [--chips sm_70,sm_80,sm_90]
+                        [--set library|covering|full] [-j N] [--only SUBSTR]
+"""
+import argparse
+import concurrent.futures as cf
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import variants  # noqa: E402
+
+
+def variant_mlir(v):
+    """A memref-form decode_v2 whose types select the variant."""
+    t, d, bs, h = v["dtype"], v["head_size"], v["block_size"], v["heads_per_program"]
+    x = 16 // variants.BYTES[t]
+    tmp = v.get("tmp_dtype", "f32")
+    heads, kv = h, 1
+    return f"""func.func @variant(%q: memref<?x{heads}x{d}x{t}>, %kc: memref<?x{kv}x{d // x}x{bs}x{x}x{t}>,
+    %vc: memref<?x{kv}x{d}x{bs}x{t}>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
+    %out: memref<?x{heads}x{d}x{t}>, %es: memref<?x{heads}x?xf32>, %ml: memref<?x{heads}x?xf32>,
+    %tmp: memref<?x{heads}x?x{d}x{tmp}>) {{
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x{heads}x{d}x{t}>,
+      memref<?x{kv}x{d // x}x{bs}x{x}x{t}>, memref<?x{kv}x{d}x{bs}x{t}>, memref<?x?xi32>, memref<?xi32>)
+      outs(%out : memref<?x{heads}x{d}x{t}>)
+      workspace(%es, %ml, %tmp : memref<?x{heads}x?xf32>, memref<?x{heads}x?xf32>, memref<?x{heads}x?x{d}x{tmp}>)
+      {{scale = 1.0 : f32}}
+  return
+}}
+"""
+
+
+def build_one(pa_opt, out, v, chip):
+    with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
+        f.write(variant_mlir(v))
+        src = f.name
+    try:
+        opts = f"chip={chip} heads-per-program={v['heads_per_program']} export-dir={out}"
+        r = subprocess.run([pa_opt, src, f"-paged-attn-to-ptx={opts}", "-o", os.devnull],
+                           capture_output=True, text=True)
+        return v, chip, r.returncode, r.stderr
+    finally:
+        os.unlink(src)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pa-opt", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--chips", default="sm_70,sm_80,sm_90")
+    ap.add_argument("--set", default="library", choices=["library", "covering", "full"])
+    ap.add_argument("--only", default="")
+    ap.add_argument("-j", type=int, default=os.cpu_count() or 2)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    todo = [(v, c) for v in variants.variant_set(a.set) for c in a.chips.split(",")
+            if a.only in variants.name(v)]
+    start = time.time()
+    failed = 0
+    with cf.ThreadPoolExecutor(a.j) as pool:
+        for v, chip, rc, err in pool.map(lambda vc: build_one(a.pa_opt, a.out, *vc), todo):
+            if rc:
+                failed += 1
+                print(f"FAILED {variants.name(v)} {chip}:\n{err}", file=sys.stderr)
+    print(f"{len(todo) - failed} bundles built, {failed} failed, in {time.time() - start:.1f} s "
+          f"-> {a.out}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

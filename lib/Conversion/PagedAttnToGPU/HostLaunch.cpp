@@ -1,0 +1,262 @@
+//===- HostLaunch.cpp - decode_v2 to gpu.launch_func ----------------------===//
+//
+// The host phase of the conversion: DecodeV2Lowering replaces a memref-form
+// decode_v2 with the launches of its variant's kernels, creating the
+// variant's gpu.module on first use. The launches take flattened (1-D)
+// views of the operands, so the kernels see bare pointers and the runtime
+// can launch the very same PTX.
+//
+//   %q = memref.collapse_shape %query [[0, 1, 2]] : ... into memref<?xf16>
+//   ...
+//   %parts = arith.ceildivui %max_seq_len, %c512     // or dim 2 of exp_sums
+//   scf.if (%parts == 1) {
+//     gpu.launch_func @pa_..::@pa_.._onepass blocks in (1, kvh*tiles, seqs) ...
+//   } else {
+//     gpu.launch_func @pa_..::@pa_.._partition blocks in (%parts, kvh*tiles, seqs) ...
+//     gpu.launch_func @pa_..::@pa_.._reduce blocks in (ceil(heads/4), seqs) ...
+//   }
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilders.h"
+#include "KernelPlan.h"
+
+#include "PagedAttn/Conversion/PagedAttnToGPU/PagedAttnToGPU.h"
+#include "PagedAttn/Dialect/PagedAttn/IR/PagedAttn.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::paged_attn;
+
+namespace {
+
+/// The gpu.module of `plan`'s variant, created with its three kernels on
+/// first use. The module carries the variant key for the export step.
+gpu::GPUModuleOp getOrCreateVariantModule(RewriterBase &rewriter,
+                                          ModuleOp top,
+                                          const KernelPlan &plan,
+                                          Location loc) {
+  std::string name = plan.name();
+  if (auto existing = top.lookupSymbol<gpu::GPUModuleOp>(name))
+    return existing;
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToEnd(top.getBody());
+  auto mod = gpu::GPUModuleOp::create(rewriter, loc, name);
+  Builder &b = rewriter;
+  // The variant key travels on the top module too: gpu-module-to-binary
+  // replaces the gpu.module and drops its attributes, and the export step
+  // needs the key beside the PTX.
+  DictionaryAttr key =
+               b.getDictionaryAttr({
+                   b.getNamedAttr("dtype", TypeAttr::get(plan.elemType)),
+                   b.getNamedAttr("cache_dtype", TypeAttr::get(plan.cacheType)),
+                   b.getNamedAttr("tmp_dtype", TypeAttr::get(plan.tmpType)),
+                   b.getNamedAttr("head_size",
+                                  b.getI64IntegerAttr(plan.headSize)),
+                   b.getNamedAttr("block_size",
+                                  b.getI64IntegerAttr(plan.blockSize)),
+                   b.getNamedAttr("heads_per_program",
+                                  b.getI64IntegerAttr(plan.headsPerProgram)),
+                   b.getNamedAttr("warps", b.getI64IntegerAttr(plan.warps)),
+                   b.getNamedAttr("token_step",
+                                  b.getI64IntegerAttr(plan.tokenStep)),
+                   b.getNamedAttr("shared_bytes",
+                                  b.getI64IntegerAttr(4 * plan.sharedFloats())),
+               });
+  mod->setAttr("paged_attn.variant", key);
+  NamedAttrList variants;
+  if (auto existing = top->getAttrOfType<DictionaryAttr>(kVariantAttrName))
+    variants.append(existing.getValue());
+  variants.set(name, key);
+  top->setAttr(kVariantAttrName, variants.getDictionary(b.getContext()));
+  rewriter.setInsertionPointToStart(mod.getBody());
+  buildPartitionKernel(rewriter, loc, plan, /*onePass=*/false);
+  buildPartitionKernel(rewriter, loc, plan, /*onePass=*/true);
+  buildReduceKernel(rewriter, loc, plan);
+  return mod;
+}
+
+/// The flat kernel-parameter view (flatMemRefType) of a contiguous memref:
+/// the same base pointer, as the runtime passes it.
+Value flatten(OpBuilder &b, Location loc, Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  auto flatType = flatMemRefType(type.getElementType());
+  return memref::ReinterpretCastOp::create(b, loc, flatType, memref,
+                                           /*offset=*/0,
+                                           /*sizes=*/{kFlatExtent},
+                                           /*strides=*/{1});
+}
+
+/// Why `op` cannot be lowered, or success. Shared by the pattern and the
+/// pass's pre-check, which reports it as an error.
+LogicalResult checkLowerable(DecodeV2Op op,
+                             llvm::function_ref<void(const Twine &)> fail) {
+  if (!op.hasPureBufferSemantics()) {
+    fail("expects the memref form: bufferize first (paged-attn-to-ptx runs "
+         "paged-attn-materialize-workspace and one-shot-bufferize)");
+    return failure();
+  }
+  if (op.getAlibiSlopes()) {
+    fail("alibi_slopes are not supported by the lowering yet");
+    return failure();
+  }
+  if (op.getKScale()) {
+    fail("fp8 KV caches (kv_scales) are not supported by the lowering yet");
+    return failure();
+  }
+  if (!op.hasWorkspace()) {
+    fail("needs a workspace (exp_sums, max_logits, tmp_output); "
+         "paged-attn-materialize-workspace adds one to the tensor form");
+    return failure();
+  }
+  for (Value v : op->getOperands()) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    if (type && !type.getLayout().isIdentity()) {
+      fail("operands must be contiguous (identity layout), got " +
+           llvm::Twine(llvm::formatv("{0}", type).str()));
+      return failure();
+    }
+  }
+  return success();
+}
+
+/// DecodeV2Lowering: memref-form decode_v2 -> launches of its variant.
+struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
+  DecodeV2Lowering(MLIRContext *ctx, const PagedAttnToGPUOptions &options)
+      : OpRewritePattern(ctx), options(options) {}
+
+  LogicalResult matchAndRewrite(DecodeV2Op op,
+                                PatternRewriter &rewriter) const override {
+    std::string why;
+    if (failed(checkLowerable(op, [&](const Twine &t) { why = t.str(); })))
+      return rewriter.notifyMatchFailure(op, why);
+    FailureOr<KernelPlan> plan = planKernel(op, options);
+    if (failed(plan))
+      return failure();
+    auto top = op->getParentOfType<ModuleOp>();
+    gpu::GPUModuleOp mod =
+        getOrCreateVariantModule(rewriter, top, *plan, op.getLoc());
+    std::string base = plan->name();
+    auto kernel = [&](StringRef suffix) {
+      return mod.lookupSymbol<gpu::GPUFuncOp>(base + suffix.str());
+    };
+
+    Location loc = op.getLoc();
+    rewriter.setInsertionPoint(op);
+    auto idx = [&](int64_t v) {
+      return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
+    };
+    auto i32 = [&](int64_t v) {
+      return arith::ConstantIntOp::create(rewriter, loc, v, 32).getResult();
+    };
+    auto toI32 = [&](Value index) {
+      return arith::IndexCastOp::create(rewriter, loc, rewriter.getI32Type(),
+                                        index)
+          .getResult();
+    };
+
+    int64_t heads = op.getNumHeads(), kvHeads = op.getNumKvHeads();
+    int64_t group = heads / kvHeads;
+    int64_t tiles = llvm::divideCeil(group, plan->headsPerProgram);
+    int64_t partition = op.getPartitionSize();
+    // Sizes: constants where the types know them, memref.dim otherwise.
+    auto dim = [&](Value memref, int64_t i) -> Value {
+      auto type = cast<MemRefType>(memref.getType());
+      if (!type.isDynamicDim(i))
+        return idx(type.getDimSize(i));
+      return memref::DimOp::create(rewriter, loc, memref, i);
+    };
+    Value seqs = dim(op.getQuery(), 0);
+    Value maxBlocks = dim(op.getBlockTables(), 1);
+    Value maxParts = dim(op.getExpSums(), 2);
+    // Adaptive: partitions for max_seq_len. Fixed grid: every workspace
+    // partition, independent of the current lengths.
+    Value parts =
+        op.getMaxSeqLen()
+            ? arith::CeilDivUIOp::create(rewriter, loc, op.getMaxSeqLen(),
+                                         idx(partition))
+                  .getResult()
+            : maxParts;
+
+    SmallVector<Value> partitionArgs;
+    for (Value v : {op.getQuery(), op.getKeyCache(), op.getValueCache(),
+                    op.getBlockTables(), op.getSeqLens(), op.getOutput(),
+                    op.getExpSums(), op.getMaxLogits(), op.getTmpOutput()})
+      partitionArgs.push_back(flatten(rewriter, loc, v));
+    Value scale = arith::ConstantOp::create(rewriter, loc, op.getScaleAttr());
+    partitionArgs.append({scale, toI32(maxBlocks), toI32(maxParts),
+                          i32(partition), i32(kvHeads), i32(group)});
+    SmallVector<Value> reduceArgs{partitionArgs[5], partitionArgs[6],
+                                  partitionArgs[7], partitionArgs[8],
+                                  partitionArgs[4], i32(heads),
+                                  toI32(maxParts), i32(partition)};
+
+    gpu::KernelDim3 block{idx(plan->threads()), idx(1), idx(1)};
+    auto launchPartition = [&](OpBuilder &b, StringRef suffix, Value gridX) {
+      gpu::LaunchFuncOp::create(
+          b, loc, kernel(suffix),
+          gpu::KernelDim3{gridX, idx(kvHeads * tiles), seqs}, block,
+          /*dynamicSharedMemorySize=*/Value(), partitionArgs);
+    };
+    auto launchReduce = [&](OpBuilder &b) {
+      gpu::LaunchFuncOp::create(
+          b, loc, kernel("_reduce"),
+          gpu::KernelDim3{idx(llvm::divideCeil(heads, kReduceWarps)), seqs,
+                          idx(1)},
+          gpu::KernelDim3{idx(kReduceWarps * 32), idx(1), idx(1)},
+          /*dynamicSharedMemorySize=*/Value(), reduceArgs);
+    };
+
+    // One partition covers every context: one kernel, no workspace trip.
+    if (auto staticParts = getConstantIntValue(parts);
+        staticParts && *staticParts == 1) {
+      launchPartition(rewriter, "_onepass", idx(1));
+      rewriter.eraseOp(op);
+      return success();
+    }
+    Value single = arith::CmpIOp::create(rewriter, loc,
+                                         arith::CmpIPredicate::ule, parts,
+                                         idx(1));
+    auto ifOp = scf::IfOp::create(rewriter, loc, single,
+                                  /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(ifOp.thenBlock());
+      launchPartition(rewriter, "_onepass", idx(1));
+      rewriter.setInsertionPointToStart(ifOp.elseBlock());
+      launchPartition(rewriter, "_partition", parts);
+      launchReduce(rewriter);
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  PagedAttnToGPUOptions options;
+};
+
+} // namespace
+
+LogicalResult mlir::paged_attn::checkDecodeV2Lowerable(DecodeV2Op op) {
+  return checkLowerable(op, [&](const Twine &why) { op.emitOpError(why); });
+}
+
+void mlir::paged_attn::populatePagedAttnToGPUPatterns(
+    RewritePatternSet &patterns, const PagedAttnToGPUOptions &options) {
+  patterns.add<DecodeV2Lowering>(patterns.getContext(), options);
+}
+
+void mlir::paged_attn::configurePagedAttnToGPULegality(
+    ConversionTarget &target) {
+  target.addIllegalDialect<PagedAttnDialect>();
+  target.addLegalDialect<arith::ArithDialect, gpu::GPUDialect,
+                         memref::MemRefDialect, scf::SCFDialect>();
+  target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+}

@@ -1,0 +1,100 @@
+//===- KernelIdioms.cpp - small IR idioms the kernels share ---------------===//
+
+#include "KernelIdioms.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::paged_attn;
+
+Value mlir::paged_attn::cIdx(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIndexOp::create(b, v);
+}
+
+Value mlir::paged_attn::cF32(ImplicitLocOpBuilder &b, float v) {
+  return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+}
+
+Value mlir::paged_attn::toIndex(ImplicitLocOpBuilder &b, Value i32) {
+  return arith::IndexCastOp::create(b, b.getIndexType(), i32);
+}
+
+Value mlir::paged_attn::loadVector(ImplicitLocOpBuilder &b, Value memref,
+                                   Value offset, int64_t n) {
+  Type elem = cast<MemRefType>(memref.getType()).getElementType();
+  auto type = VectorType::get({n}, elem);
+  int64_t bytes = n * elem.getIntOrFloatBitWidth() / 8;
+  return vector::LoadOp::create(b, type, memref, ValueRange{offset},
+                                /*nontemporal=*/false,
+                                llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
+}
+
+SmallVector<Value> mlir::paged_attn::toF32Scalars(ImplicitLocOpBuilder &b,
+                                                  Value vec) {
+  auto type = cast<VectorType>(vec.getType());
+  int64_t n = type.getNumElements();
+  Type f32 = b.getF32Type();
+  Value wide = vec;
+  if (type.getElementType().isBF16()) {
+    // bf16 is the top half of an f32: widen by a shift, no conversion unit
+    // (sm_70 has no bf16 instructions).
+    auto i16 = VectorType::get({n}, b.getI16Type());
+    auto i32 = VectorType::get({n}, b.getI32Type());
+    Value bits = arith::BitcastOp::create(b, i16, vec);
+    Value ext = arith::ExtUIOp::create(b, i32, bits);
+    Value sh = arith::ShLIOp::create(
+        b, ext,
+        arith::ConstantOp::create(b, DenseElementsAttr::get(
+                                         i32, b.getI32IntegerAttr(16))));
+    wide = arith::BitcastOp::create(b, VectorType::get({n}, f32), sh);
+  } else if (!type.getElementType().isF32()) {
+    wide = arith::ExtFOp::create(b, VectorType::get({n}, f32), vec);
+  }
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < n; ++i)
+    out.push_back(vector::ExtractOp::create(b, wide, i));
+  return out;
+}
+
+Value mlir::paged_attn::fromF32(ImplicitLocOpBuilder &b, Value f32,
+                                Type type) {
+  if (type.isF32())
+    return f32;
+  return arith::TruncFOp::create(b, type, f32);
+}
+
+Value mlir::paged_attn::shuffleXor(ImplicitLocOpBuilder &b, Value v,
+                                   int64_t offset) {
+  return gpu::ShuffleOp::create(b, v, static_cast<int32_t>(offset),
+                                /*width=*/32, gpu::ShuffleMode::XOR)
+      .getShuffleResult();
+}
+
+// The three math operations below avoid the math dialect on purpose:
+// convert-gpu-to-nvvm maps math.exp2, math.fma and arith.maxnumf to
+// libdevice calls (__nv_exp2f, __nv_fmaf, __nv_fmaxf), which leave the PTX
+// unlinkable unless libdevice is found at compile time. These forms lower
+// to single PTX instructions with nothing to link.
+
+Value mlir::paged_attn::exp2(ImplicitLocOpBuilder &b, Value v) {
+  return LLVM::CallIntrinsicOp::create(
+             b, b.getF32Type(), b.getStringAttr("llvm.nvvm.ex2.approx.f32"),
+             ValueRange{v})
+      .getResult(0);
+}
+
+Value mlir::paged_attn::fma(ImplicitLocOpBuilder &b, Value a, Value x,
+                            Value c) {
+  // contract lets the NVPTX backend fuse the pair into fma.rn.f32.
+  auto contract = arith::FastMathFlags::contract;
+  Value prod = arith::MulFOp::create(b, a, x, contract);
+  return arith::AddFOp::create(b, prod, c, contract);
+}
+
+Value mlir::paged_attn::maxf(ImplicitLocOpBuilder &b, Value a, Value c) {
+  Value gt = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, a, c);
+  return arith::SelectOp::create(b, gt, a, c);
+}

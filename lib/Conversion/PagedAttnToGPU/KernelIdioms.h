@@ -1,0 +1,44 @@
+//===- KernelIdioms.h - small IR idioms the kernels share -------*- C++ -*-===//
+//
+// The handful of constructs both kernels emit the same way: 16-byte vector
+// loads, conversion to fp32, warp shuffles, index arithmetic.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGED_ATTN_LIB_CONVERSION_PAGEDATTNTOGPU_KERNELIDIOMS_H
+#define PAGED_ATTN_LIB_CONVERSION_PAGEDATTNTOGPU_KERNELIDIOMS_H
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mlir::paged_attn {
+
+/// An index constant.
+Value cIdx(ImplicitLocOpBuilder &b, int64_t v);
+/// An f32 constant.
+Value cF32(ImplicitLocOpBuilder &b, float v);
+/// An i32 kernel argument (or loaded i32) as an index.
+Value toIndex(ImplicitLocOpBuilder &b, Value i32);
+
+/// Loads `n` elements at `memref[offset]` as one vector with the alignment
+/// of its size (16 bytes for the cache and query chunks): one ld.global.v4.
+Value loadVector(ImplicitLocOpBuilder &b, Value memref, Value offset,
+                 int64_t n);
+/// Converts a loaded vector to fp32 scalars (bf16 by a 16-bit shift, f16 by
+/// cvt, f32 as is).
+SmallVector<Value> toF32Scalars(ImplicitLocOpBuilder &b, Value vec);
+/// Converts an fp32 scalar to `type` (round to nearest even).
+Value fromF32(ImplicitLocOpBuilder &b, Value f32, Type type);
+
+/// `gpu.shuffle xor` over the full warp.
+Value shuffleXor(ImplicitLocOpBuilder &b, Value v, int64_t offset);
+
+/// exp2, as the ex2.approx.f32 instruction (-inf gives +0).
+Value exp2(ImplicitLocOpBuilder &b, Value v);
+/// a * x + c, contracted into one fma.rn.f32.
+Value fma(ImplicitLocOpBuilder &b, Value a, Value x, Value c);
+/// max(a, c) for values that are never NaN (-inf allowed).
+Value maxf(ImplicitLocOpBuilder &b, Value a, Value c);
+
+} // namespace mlir::paged_attn
+
+#endif // PAGED_ATTN_LIB_CONVERSION_PAGEDATTNTOGPU_KERNELIDIOMS_H

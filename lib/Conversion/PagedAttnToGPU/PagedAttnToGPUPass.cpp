@@ -1,0 +1,67 @@
+//===- PagedAttnToGPUPass.cpp - convert-paged-attn-to-gpu -----------------===//
+//
+// Assembles the conversion: checks that every decode_v2 can be lowered
+// (reporting why not as an error on the op), then applies the host-launch
+// pattern, which builds each variant's kernels once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelPlan.h"
+
+#include "PagedAttn/Conversion/Passes.h"
+#include "PagedAttn/Dialect/PagedAttn/IR/PagedAttn.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::paged_attn {
+#define GEN_PASS_DEF_CONVERTPAGEDATTNTOGPU
+#include "PagedAttn/Conversion/Passes.h.inc"
+} // namespace mlir::paged_attn
+
+using namespace mlir;
+using namespace mlir::paged_attn;
+
+namespace {
+
+struct ConvertPagedAttnToGPUPass
+    : public mlir::paged_attn::impl::ConvertPagedAttnToGPUBase<
+          ConvertPagedAttnToGPUPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    PagedAttnToGPUOptions options;
+    options.headsPerProgram = headsPerProgram;
+    options.warps = warps;
+
+    bool ok = true;
+    bool any = false;
+    module.walk([&](DecodeV2Op op) {
+      any = true;
+      ok &= succeeded(checkDecodeV2Lowerable(op)) &&
+            succeeded(planKernel(op, options));
+    });
+    if (!ok)
+      return signalPassFailure();
+    if (!any)
+      return;
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(&getContext()));
+
+    ConversionTarget target(getContext());
+    configurePagedAttnToGPULegality(target);
+    RewritePatternSet patterns(&getContext());
+    populatePagedAttnToGPUPatterns(patterns, options);
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,99 @@
+//===- PagedAttnToPTX.cpp - the paged-attn-to-ptx pipeline ----------------===//
+//
+// Upstream passes do everything that is not specific to paged attention:
+// one-shot bufferization, the GPU-to-NVVM conversion, target attachment
+// and serialization to PTX. The project contributes the workspace, the
+// conversion to GPU kernels and the export.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PagedAttn/Pipelines/Pipelines.h"
+
+#include "PagedAttn/Conversion/Passes.h"
+#include "PagedAttn/Dialect/PagedAttn/Transforms/Passes.h"
+#include "PagedAttn/Target/Passes.h"
+
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace mlir::paged_attn;
+
+std::string mlir::paged_attn::minimumPtxFeature(llvm::StringRef chip) {
+  return llvm::StringSwitch<std::string>(chip)
+      .Case("sm_70", "+ptx60")
+      .Case("sm_72", "+ptx61")
+      .Case("sm_75", "+ptx63")
+      .Case("sm_80", "+ptx70")
+      .Case("sm_86", "+ptx71")
+      .Case("sm_87", "+ptx74")
+      .Case("sm_89", "+ptx78")
+      .Case("sm_90", "+ptx78")
+      .Case("sm_90a", "+ptx80")
+      .Case("sm_100", "+ptx86")
+      .Case("sm_120", "+ptx87")
+      .Default("");
+}
+
+void mlir::paged_attn::buildPagedAttnToPTXPipeline(
+    OpPassManager &pm, const PagedAttnToPTXOptions &options) {
+  // Tensor form -> memref form, workspace allocated where none was given.
+  pm.addPass(createPagedAttnMaterializeWorkspace());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+
+  // decode_v2 -> kernels + launches.
+  ConvertPagedAttnToGPUOptions convert;
+  convert.headsPerProgram = options.headsPerProgram;
+  convert.warps = options.warps;
+  pm.addPass(createConvertPagedAttnToGPU(convert));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  // Device code -> NVVM, with bare pointers for the kernel parameters.
+  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  device.addPass(createSCFToControlFlowPass());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.useBarePtrCallConv = true;
+  device.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  device.addPass(createCanonicalizerPass());
+  device.addPass(createCSEPass());
+  device.addPass(createReconcileUnrealizedCastsPass());
+
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features.empty()
+                        ? minimumPtxFeature(options.chip)
+                        : options.features.getValue();
+  target.optLevel = options.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+
+  if (!options.exportDir.empty()) {
+    PagedAttnExportBundleOptions exportOptions;
+    exportOptions.outputDir = options.exportDir;
+    pm.addPass(createPagedAttnExportBundle(exportOptions));
+  }
+}
+
+void mlir::paged_attn::registerPagedAttnPipelines() {
+  PassPipelineRegistration<PagedAttnToPTXOptions>(
+      "paged-attn-to-ptx",
+      "Lower decode_v2 (tensor or memref form) to PTX kernels: workspace, "
+      "bufferization, convert-paged-attn-to-gpu, NVVM, gpu-module-to-binary, "
+      "and optionally the runtime bundles",
+      buildPagedAttnToPTXPipeline);
+}

@@ -1,0 +1,141 @@
+//===- ExportBundle.cpp - write PTX + manifest for the runtime ------------===//
+//
+// The last step of the pipeline: the runtime needs, for each kernel variant,
+// the PTX and a manifest saying what is in it (docs/bundle-format.md). The
+// parameter lists and grid formulas written here are the contract of the
+// kernel builders in lib/Conversion/PagedAttnToGPU/KernelBuilders.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PagedAttn/Conversion/PagedAttnToGPU/PagedAttnToGPU.h"
+#include "PagedAttn/Target/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir::paged_attn {
+#define GEN_PASS_DEF_PAGEDATTNEXPORTBUNDLE
+#include "PagedAttn/Target/Passes.h.inc"
+} // namespace mlir::paged_attn
+
+using namespace mlir;
+using namespace mlir::paged_attn;
+
+namespace {
+
+constexpr const char *kPartitionParams =
+    "query key_cache value_cache block_tables seq_lens output exp_sums "
+    "max_logits tmp_output scale max_blocks_per_seq max_num_partitions "
+    "partition_tokens num_kv_heads group_size";
+constexpr const char *kReduceParams =
+    "output exp_sums max_logits tmp_output seq_lens num_heads "
+    "max_num_partitions partition_tokens";
+constexpr int64_t kReduceThreads = 128;
+
+std::string typeName(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
+}
+
+int64_t intOf(DictionaryAttr key, StringRef name) {
+  return cast<IntegerAttr>(key.get(name)).getInt();
+}
+
+/// Writes `<dir>/<bundle>.ptx` and `.manifest`; returns an error message.
+std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
+                        StringRef chip, StringRef ptx) {
+  std::string chipTag = chip.str();
+  chipTag.erase(std::remove(chipTag.begin(), chipTag.end(), '_'),
+                chipTag.end()); // sm_70 -> sm70
+  std::string bundle = (variant + "_" + chipTag).str();
+  llvm::SmallString<256> ptxPath(dir), manifestPath(dir);
+  llvm::sys::path::append(ptxPath, bundle + ".ptx");
+  llvm::sys::path::append(manifestPath, bundle + ".manifest");
+
+  std::error_code ec;
+  llvm::raw_fd_ostream ptxOut(ptxPath, ec);
+  if (ec)
+    return "cannot write " + ptxPath.str().str() + ": " + ec.message();
+  ptxOut << ptx;
+
+  llvm::raw_fd_ostream m(manifestPath, ec);
+  if (ec)
+    return "cannot write " + manifestPath.str().str() + ": " + ec.message();
+  int64_t threads = 32 * intOf(key, "warps");
+  int64_t smem = intOf(key, "shared_bytes");
+  auto type = [&](StringRef n) {
+    return typeName(cast<TypeAttr>(key.get(n)).getValue());
+  };
+  m << "paged_attn-bundle 1\n"
+    << "name " << bundle << "\n"
+    << "chip " << chip << "\n"
+    << "ptx " << bundle << ".ptx\n"
+    << "dtype " << type("dtype") << "\n"
+    << "cache_dtype " << type("cache_dtype") << "\n"
+    << "tmp_dtype " << type("tmp_dtype") << "\n"
+    << "head_size " << intOf(key, "head_size") << "\n"
+    << "block_size " << intOf(key, "block_size") << "\n"
+    << "heads_per_program " << intOf(key, "heads_per_program") << "\n"
+    << "warps " << intOf(key, "warps") << "\n"
+    << "token_step " << intOf(key, "token_step") << "\n";
+  for (StringRef role : {"partition", "onepass"})
+    m << "kernel " << role << " " << variant << "_" << role << " threads "
+      << threads << " smem " << smem << "\n";
+  m << "kernel reduce " << variant << "_reduce threads " << kReduceThreads
+    << " smem 0\n";
+  for (StringRef role : {"partition", "onepass"})
+    m << "params " << role << " " << kPartitionParams << "\n";
+  m << "params reduce " << kReduceParams << "\n"
+    << "grid partition num_partitions "
+       "num_kv_heads*ceil(group_size/heads_per_program) num_seqs\n"
+    << "grid onepass 1 num_kv_heads*ceil(group_size/heads_per_program) "
+       "num_seqs\n"
+    << "grid reduce ceil(num_heads/4) num_seqs\n";
+  return "";
+}
+
+struct ExportBundlePass
+    : public mlir::paged_attn::impl::PagedAttnExportBundleBase<
+          ExportBundlePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto variants = module->getAttrOfType<DictionaryAttr>(kVariantAttrName);
+    if (!variants)
+      return; // nothing of ours was lowered
+    if (std::error_code ec = llvm::sys::fs::create_directories(outputDir)) {
+      module.emitError("cannot create ") << outputDir << ": " << ec.message();
+      return signalPassFailure();
+    }
+    for (auto binary : module.getOps<gpu::BinaryOp>()) {
+      auto key = variants.getAs<DictionaryAttr>(binary.getName());
+      if (!key)
+        continue;
+      for (Attribute a : binary.getObjects()) {
+        auto object = cast<gpu::ObjectAttr>(a);
+        auto target = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget());
+        if (!target || object.getFormat() != gpu::CompilationTarget::Assembly) {
+          binary.emitError("expected NVVM PTX objects: run "
+                           "gpu-module-to-binary{format=isa} first");
+          return signalPassFailure();
+        }
+        std::string err = writeBundle(outputDir, binary.getName(), key,
+                                      target.getChip(),
+                                      object.getObject().getValue());
+        if (!err.empty()) {
+          binary.emitError(err);
+          return signalPassFailure();
+        }
+      }
+    }
+  }
+};
+
+} // namespace

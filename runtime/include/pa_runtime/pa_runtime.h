@@ -1,0 +1,117 @@
+/*===- pa_runtime.h - paged_attn runtime C ABI ------------------*- C -*-===*\
+|*                                                                          *|
+|* Loads kernel bundles that pa-opt compiled (PTX + manifest) and launches   *|
+|* PagedAttention V2 decode on the caller's CUDA stream. Includes only      *|
+|* <cuda.h>; the library never links MLIR or LLVM. All state lives in a     *|
+|* pa_context the caller creates, one per device. No call allocates device  *|
+|* memory, synchronises or reads device memory on the host, so a launch can *|
+|* be captured in a CUDA graph.                                              *|
+|*                                                                          *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef PA_RUNTIME_PA_RUNTIME_H
+#define PA_RUNTIME_PA_RUNTIME_H
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===-- Status -------------------------------------------------------------===*/
+
+typedef enum pa_status_code {
+  PA_OK = 0,
+  PA_ERROR_INVALID_ARGUMENT = 1, /* null pointer, sizes that disagree, ... */
+  PA_ERROR_UNSUPPORTED = 2,      /* no loaded variant serves the call */
+  PA_ERROR_CUDA = 3,             /* a driver call failed; see driver_error */
+  PA_ERROR_BUNDLE = 4,           /* a manifest or PTX that cannot be used */
+  PA_ERROR_IO = 5,               /* a file that cannot be read */
+} pa_status_code;
+
+/// Every entry returns this by value. `driver_error` names the CUresult
+/// (e.g. "CUDA_ERROR_INVALID_PTX") when code == PA_ERROR_CUDA, else "".
+typedef struct pa_status {
+  pa_status_code code;
+  char driver_error[64];
+  char message[1024];
+} pa_status;
+
+/*===-- Context ------------------------------------------------------------===*/
+
+typedef struct pa_context pa_context;
+
+/// Creates a context on CUDA device `device_ordinal` (its primary context).
+/// The CUDA driver is loaded on first use; without one this fails with
+/// PA_ERROR_CUDA and a message saying so.
+pa_status pa_context_create(int device_ordinal, pa_context **out);
+void pa_context_destroy(pa_context *ctx);
+
+/// Loads one bundle: the manifest at `manifest_path` and the PTX it names
+/// (path relative to the manifest). The PTX is JIT-compiled by the driver
+/// (cuModuleLoadDataEx); on failure the JIT error log is in the message. A
+/// bundle compiled for a chip newer than the device is refused.
+pa_status pa_context_load_bundle(pa_context *ctx, const char *manifest_path);
+/// Loads every `*.manifest` in `dir`.
+pa_status pa_context_load_library(pa_context *ctx, const char *dir);
+/// Number of loaded variants.
+size_t pa_context_num_variants(const pa_context *ctx);
+
+/*===-- Decode -------------------------------------------------------------===*/
+
+typedef enum pa_dtype {
+  PA_F16 = 0,
+  PA_BF16 = 1,
+  PA_F32 = 2,
+} pa_dtype;
+
+/// One decode_v2 call. Pointers are device pointers to contiguous row-major
+/// tensors with the shapes of the contract (docs/runtime.md).
+typedef struct pa_decode_args {
+  pa_dtype dtype;      /* query, output and caches */
+  pa_dtype tmp_dtype;  /* tmp_output: PA_F32 or dtype */
+  int32_t num_seqs, num_heads, num_kv_heads, head_size, block_size;
+  int32_t num_blocks;          /* key/value cache dim 0 (for argument checks) */
+  int32_t max_blocks_per_seq;  /* block_tables dim 1 */
+  int32_t max_num_partitions;  /* workspace dim 2 */
+  int32_t partition_size;      /* tokens per workspace partition (512) */
+  /// Upper bound of seq_lens (host value). 0 selects fixed-grid mode: the
+  /// grid covers every workspace partition and does not depend on the
+  /// current lengths (for CUDA-graph capture).
+  int32_t max_seq_len;
+  float scale;
+  CUdeviceptr query, key_cache, value_cache, block_tables, seq_lens;
+  CUdeviceptr output, exp_sums, max_logits, tmp_output;
+} pa_decode_args;
+
+/// Checks the arguments, picks the variant, computes the grid and launches
+/// the partition and reduce kernels (or the one-pass kernel) on `stream`.
+/// Nothing is launched when it returns an error.
+pa_status pa_decode_v2(pa_context *ctx, const pa_decode_args *args,
+                       CUstream stream);
+
+/// What a call would do, without launching: the variant and grid chosen.
+typedef struct pa_plan {
+  char variant[128];      /* the bundle's name */
+  int one_pass;           /* 1: one kernel, no workspace round trip */
+  int32_t partition_tokens; /* context tokens per partition program */
+  int32_t num_partitions;   /* partitions launched per (seq, kv head) */
+  unsigned grid[3], block[3];       /* partition (or one-pass) kernel */
+  unsigned reduce_grid[3], reduce_block[3];
+} pa_plan;
+pa_status pa_plan_decode_v2(const pa_context *ctx, const pa_decode_args *args,
+                            pa_plan *plan);
+
+/// Bytes of exp_sums + max_logits + tmp_output a call with these sizes needs
+/// (tmp_output in tmp_dtype), for `max_seq_len` tokens at most.
+size_t pa_workspace_bytes(int32_t num_seqs, int32_t num_heads,
+                          int32_t head_size, int32_t max_seq_len,
+                          int32_t partition_size, pa_dtype tmp_dtype);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PA_RUNTIME_PA_RUNTIME_H */

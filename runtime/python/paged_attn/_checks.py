@@ -1,0 +1,299 @@
+#===- _checks.py - argument checks of the torch drop-in ---------------------===#
+#
+# Every rule a paged_attention_v2 call must satisfy, checked on the host from
+# tensor metadata only (no device read, no synchronisation, so a checked call
+# can still be captured in a CUDA graph). A call that breaks a rule raises
+# TypeError, ValueError or NotImplementedError naming the argument, what was
+# expected and what was given; nothing is ignored silently.
+#
+# The checks run in a fixed order: keyword arguments and unsupported
+# features, scalars, dtypes, shapes, layout, and devices last, so that all but
+# the device rules can be exercised on CPU tensors without a GPU.
+#
+#===------------------------------------------------------------------------===#
+
+import math
+import numbers
+import operator
+
+import torch
+
+from . import _capi
+
+#: Tokens of context per workspace partition: the seed's and vLLM's 512. The
+#: caller sizes exp_sums/max_logits/tmp_output with ceil(max_seq_len / 512).
+PARTITION_SIZE = 512
+#: Mirrors include/PagedAttn/Dialect/PagedAttn/IR/Limits.h (keep in sync).
+SUPPORTED_HEAD_SIZES = (64, 80, 96, 112, 128, 192, 256)
+SUPPORTED_BLOCK_SIZES = (8, 16, 32)
+KEY_PACK_BYTES = 16
+
+_INT32_MAX = 2 ** 31 - 1
+
+_PA_DTYPE = {
+    torch.float16: _capi.PA_F16,
+    torch.bfloat16: _capi.PA_BF16,
+    torch.float32: _capi.PA_F32,
+}
+
+# vLLM's ops.paged_attention_v2 takes these keywords beyond the seed's. They
+# only matter for block-sparse attention (blocksparse_vert_stride > 1), so a
+# dense call may pass them; a block-sparse one is refused.
+_VLLM_KWARGS = ("tp_rank", "blocksparse_local_blocks", "blocksparse_vert_stride",
+                "blocksparse_block_size", "blocksparse_head_sliding_step")
+
+_FN = "paged_attention_v2"
+
+
+class Call:
+    """The checked sizes of one call (plain ints) and its tensors."""
+    __slots__ = ("dtype", "tmp_dtype", "num_seqs", "num_heads", "num_kv_heads", "head_size",
+                 "block_size", "num_blocks", "max_blocks_per_seq", "max_num_partitions",
+                 "max_seq_len", "scale", "device_index", "tensors")
+
+
+def _dtype_name(dt):
+    return str(dt).replace("torch.", "")
+
+
+def _int_arg(name, value):
+    if isinstance(value, bool) or isinstance(value, torch.Tensor):
+        raise TypeError("%s(): %s must be a Python int, got %s" % (_FN, name, type(value).__name__))
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError("%s(): %s must be an int, got %s %r"
+                        % (_FN, name, type(value).__name__, value)) from None
+
+
+def _unit_scale(name, value):
+    """k_scale / v_scale with kv_cache_dtype="auto": must be exactly 1."""
+    if isinstance(value, torch.Tensor):
+        if value.device.type != "cpu":
+            raise TypeError(
+                "%s(): %s is a %s tensor; reading it would synchronise with the device. "
+                "With kv_cache_dtype=\"auto\" pass the Python float 1.0"
+                % (_FN, name, value.device))
+        if value.numel() != 1:
+            raise ValueError("%s(): %s must hold one value, got shape %s"
+                             % (_FN, name, tuple(value.shape)))
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError("%s(): %s must be a float, got %s" % (_FN, name, type(value).__name__))
+    if float(value) != 1.0:
+        raise ValueError(
+            "%s(): %s=%r has no meaning with kv_cache_dtype=\"auto\" (only 1.0 is accepted); "
+            "scaled fp8 KV caches are not supported yet" % (_FN, name, value))
+
+
+def _check_kwargs(kwargs):
+    unknown = sorted(k for k in kwargs if k not in _VLLM_KWARGS)
+    if unknown:
+        raise TypeError("%s() got unexpected keyword argument(s) %s; the extensions are "
+                        "'fixed_grid' and vLLM's dense-call keywords %s"
+                        % (_FN, ", ".join(repr(k) for k in unknown), ", ".join(_VLLM_KWARGS)))
+    for k in _VLLM_KWARGS:
+        if k in kwargs:
+            _int_arg(k, kwargs[k])
+    stride = kwargs.get("blocksparse_vert_stride", 0)
+    if stride > 1:
+        raise NotImplementedError("%s(): block-sparse attention (blocksparse_vert_stride=%d > 1) "
+                                  "is not supported" % (_FN, stride))
+
+
+def _tensor(name, value):
+    if not isinstance(value, torch.Tensor):
+        raise TypeError("%s(): %s must be a torch.Tensor, got %s"
+                        % (_FN, name, type(value).__name__))
+    return value
+
+
+def _shape_error(name, expected, t, why=""):
+    return ValueError("%s(): %s must have shape %s%s, got %s"
+                      % (_FN, name, expected, why, list(t.shape)))
+
+
+def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
+               num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
+               alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs, fixed_grid):
+    """Checks one call; returns a Call or raises."""
+    # --- keywords and features not implemented ---------------------------
+    if kwargs:
+        _check_kwargs(kwargs)
+    if alibi_slopes is not None:
+        raise NotImplementedError("alibi_slopes is not supported yet (%s() got a %s; pass None)"
+                                  % (_FN, type(alibi_slopes).__name__))
+    if not isinstance(kv_cache_dtype, str):
+        raise TypeError("%s(): kv_cache_dtype must be a str, got %s"
+                        % (_FN, type(kv_cache_dtype).__name__))
+    if kv_cache_dtype != "auto":
+        raise NotImplementedError(
+            "%s(): kv_cache_dtype=%r is not supported yet; only \"auto\" (the cache holds the "
+            "query's dtype) is" % (_FN, kv_cache_dtype))
+    # Fast path for the Python float 1.0; anything else (a tensor included,
+    # which must not be compared on the device) goes through _unit_scale.
+    if not (type(k_scale) is float and k_scale == 1.0):
+        _unit_scale("k_scale", k_scale)
+    if not (type(v_scale) is float and v_scale == 1.0):
+        _unit_scale("v_scale", v_scale)
+    if not isinstance(fixed_grid, bool):
+        raise TypeError("%s(): fixed_grid must be a bool, got %s"
+                        % (_FN, type(fixed_grid).__name__))
+
+    # --- scalars -----------------------------------------------------------
+    num_kv_heads = _int_arg("num_kv_heads", num_kv_heads)
+    block_size = _int_arg("block_size", block_size)
+    if fixed_grid and max_seq_len is None:
+        max_seq_len = 0
+    else:
+        max_seq_len = _int_arg("max_seq_len", max_seq_len)
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise TypeError("%s(): scale must be a float, got %s" % (_FN, type(scale).__name__))
+    scale = float(scale)
+    if not math.isfinite(scale):
+        raise ValueError("%s(): scale must be finite, got %r" % (_FN, scale))
+
+    # --- tensors and dtypes ------------------------------------------------
+    q = _tensor("query", query)
+    out = _tensor("output", output)
+    kc = _tensor("key_cache", key_cache)
+    vc = _tensor("value_cache", value_cache)
+    bt = _tensor("block_tables", block_tables)
+    sl = _tensor("seq_lens", seq_lens)
+    es = _tensor("exp_sums", exp_sums)
+    ml = _tensor("max_logits", max_logits)
+    tmp = _tensor("tmp_output", tmp_output)
+
+    dt = q.dtype
+    pa_dtype = _PA_DTYPE.get(dt)
+    if pa_dtype is None:
+        raise TypeError("%s(): query must be float16, bfloat16 or float32, got %s"
+                        % (_FN, _dtype_name(dt)))
+    for name, t in (("output", out), ("key_cache", kc), ("value_cache", vc)):
+        if t.dtype != dt:
+            raise TypeError("%s(): %s must have the query's dtype %s, got %s"
+                            % (_FN, name, _dtype_name(dt), _dtype_name(t.dtype)))
+    for name, t in (("block_tables", bt), ("seq_lens", sl)):
+        if t.dtype != torch.int32:
+            raise TypeError("%s(): %s must be int32, got %s" % (_FN, name, _dtype_name(t.dtype)))
+    for name, t in (("exp_sums", es), ("max_logits", ml)):
+        if t.dtype != torch.float32:
+            raise TypeError("%s(): %s must be float32, got %s"
+                            % (_FN, name, _dtype_name(t.dtype)))
+    if tmp.dtype == torch.float32:
+        pa_tmp_dtype = _capi.PA_F32
+    elif tmp.dtype == dt:
+        pa_tmp_dtype = pa_dtype
+    else:
+        raise TypeError("%s(): tmp_output must be float32 or the query's dtype %s, got %s"
+                        % (_FN, _dtype_name(dt), _dtype_name(tmp.dtype)))
+
+    # --- shapes --------------------------------------------------------------
+    if q.dim() != 3:
+        raise _shape_error("query", "[num_seqs, num_heads, head_size]", q)
+    S, H, D = q.shape
+    if tuple(out.shape) != (S, H, D):
+        raise _shape_error("output", "[num_seqs, num_heads, head_size] = %s" % [S, H, D], out,
+                           " (the query's)")
+    x = KEY_PACK_BYTES // kc.element_size()
+    if kc.dim() != 5:
+        raise _shape_error("key_cache", "[num_blocks, num_kv_heads, head_size/x, block_size, x]",
+                           kc)
+    NB, KVH, Dx, BS, X = kc.shape
+    if X != x:
+        raise _shape_error("key_cache", "[..., x] with x = 16 bytes / %d-byte element = %d"
+                           % (kc.element_size(), x), kc)
+    if Dx * x != D:
+        raise _shape_error("key_cache", "[num_blocks, num_kv_heads, head_size/x = %d/%d, ...]"
+                           % (D, x), kc, " (head_size from query.shape[2])")
+    if num_kv_heads != KVH:
+        raise ValueError("%s(): num_kv_heads argument (%d) must equal key_cache.shape[1] (%d)"
+                         % (_FN, num_kv_heads, KVH))
+    if block_size != BS:
+        raise ValueError("%s(): block_size argument (%d) must equal key_cache.shape[3] (%d)"
+                         % (_FN, block_size, BS))
+    if tuple(vc.shape) != (NB, KVH, D, BS):
+        raise _shape_error("value_cache", "[num_blocks, num_kv_heads, head_size, block_size] = %s"
+                           % [NB, KVH, D, BS], vc)
+    if KVH < 1 or H % KVH != 0:
+        raise ValueError("%s(): num_heads (query.shape[1] = %d) must be a multiple of "
+                         "num_kv_heads (%d)" % (_FN, H, KVH))
+    if NB < 1:
+        raise ValueError("%s(): key_cache holds no block (shape %s)" % (_FN, list(kc.shape)))
+    if D not in SUPPORTED_HEAD_SIZES:
+        raise NotImplementedError("%s(): head_size %d (query.shape[2]) is not supported; "
+                                  "supported: %s" % (_FN, D, SUPPORTED_HEAD_SIZES))
+    if BS not in SUPPORTED_BLOCK_SIZES:
+        raise NotImplementedError("%s(): block_size %d is not supported; supported: %s"
+                                  % (_FN, BS, SUPPORTED_BLOCK_SIZES))
+    if bt.dim() != 2 or bt.shape[0] != S or bt.shape[1] < 1:
+        raise _shape_error("block_tables", "[num_seqs = %d, max_blocks_per_seq >= 1]" % S, bt)
+    MB = bt.shape[1]
+    if tuple(sl.shape) != (S,):
+        raise _shape_error("seq_lens", "[num_seqs] = [%d]" % S, sl)
+    if es.dim() != 3 or es.shape[0] != S or es.shape[1] != H or es.shape[2] < 1:
+        raise _shape_error("exp_sums", "[num_seqs, num_heads, max_num_partitions] = [%d, %d, >= 1]"
+                           % (S, H), es)
+    P = es.shape[2]
+    if tuple(ml.shape) != (S, H, P):
+        raise _shape_error("max_logits", "%s (exp_sums')" % [S, H, P], ml)
+    if tuple(tmp.shape) != (S, H, P, D):
+        raise _shape_error("tmp_output", "[num_seqs, num_heads, max_num_partitions, head_size] = %s"
+                           % [S, H, P, D], tmp)
+    for name, v in (("num_seqs", S), ("num_heads", H), ("num_blocks", NB),
+                    ("max_blocks_per_seq", MB), ("max_num_partitions", P),
+                    ("max_blocks_per_seq * block_size", MB * BS),
+                    ("max_num_partitions * %d" % PARTITION_SIZE, P * PARTITION_SIZE)):
+        if v > _INT32_MAX:
+            raise ValueError("%s(): %s (%d) does not fit in int32" % (_FN, name, v))
+
+    # --- max_seq_len against the block tables and the workspace -------------
+    if max_seq_len < 0 or (max_seq_len == 0 and not fixed_grid and S > 0):
+        raise ValueError("%s(): max_seq_len must be >= 1 (the longest seq_lens entry), got %d%s"
+                         % (_FN, max_seq_len, "" if fixed_grid else
+                            "; use fixed_grid=True for a grid that does not depend on it"))
+    if max_seq_len > MB * BS:
+        raise ValueError("%s(): max_seq_len (%d) exceeds what block_tables can address: "
+                         "max_blocks_per_seq * block_size = %d * %d = %d"
+                         % (_FN, max_seq_len, MB, BS, MB * BS))
+    needed = -(-max_seq_len // PARTITION_SIZE)
+    if needed > P:
+        raise ValueError("%s(): workspace too small: max_seq_len %d needs ceil(%d / %d) = %d "
+                         "partitions, but exp_sums/max_logits/tmp_output have max_num_partitions "
+                         "= %d (dim 2)" % (_FN, max_seq_len, max_seq_len, PARTITION_SIZE,
+                                           needed, P))
+
+    # --- layout -----------------------------------------------------------------
+    tensors = (("query", q), ("key_cache", kc), ("value_cache", vc), ("block_tables", bt),
+               ("seq_lens", sl), ("output", out), ("exp_sums", es), ("max_logits", ml),
+               ("tmp_output", tmp))
+    for name, t in tensors:
+        if not t.is_contiguous():
+            raise ValueError("%s(): %s must be contiguous (row-major, no gaps), got strides %s "
+                             "for shape %s; pass %s.contiguous()"
+                             % (_FN, name, tuple(t.stride()), list(t.shape), name))
+    for name, t in (("query", q), ("key_cache", kc), ("value_cache", vc), ("output", out),
+                    ("tmp_output", tmp)):
+        if t.data_ptr() % 16:
+            raise ValueError("%s(): %s must start at a 16-byte aligned address (the kernels use "
+                             "16-byte loads), got 0x%x" % (_FN, name, t.data_ptr()))
+
+    # --- devices ------------------------------------------------------------------
+    dev = q.device
+    if dev.type != "cuda":
+        raise ValueError("%s(): query must be a CUDA tensor, got device %s" % (_FN, dev))
+    for name, t in tensors[1:]:
+        d = t.device
+        if d != dev:
+            raise ValueError("%s(): %s is on %s but query is on %s; all tensors must be on one "
+                             "CUDA device" % (_FN, name, d, dev))
+
+    c = Call()
+    c.dtype, c.tmp_dtype = pa_dtype, pa_tmp_dtype
+    c.num_seqs, c.num_heads, c.num_kv_heads, c.head_size = S, H, KVH, D
+    c.block_size, c.num_blocks, c.max_blocks_per_seq, c.max_num_partitions = BS, NB, MB, P
+    c.max_seq_len = 0 if fixed_grid else max_seq_len
+    c.scale = scale
+    c.device_index = dev.index if dev.index is not None else torch.cuda.current_device()
+    c.tensors = tensors
+    return c

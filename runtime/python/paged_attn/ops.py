@@ -1,0 +1,168 @@
+#===- ops.py - paged_attention_v2 on torch tensors --------------------------===#
+#
+# The drop-in for the seed's paged_attention_v2_triton: same arguments, same
+# layouts, launched through libpa_runtime.so on torch's current CUDA stream.
+# One pa_context per CUDA device is created on first use and kept in a
+# module-level table (the runtime itself holds no global state); it loads the
+# kernel library (a folder of bundles pa-opt exported) once.
+#
+#===------------------------------------------------------------------------===#
+
+import os
+import threading
+
+import torch
+
+from . import _capi, _checks
+from ._checks import PARTITION_SIZE
+
+KERNEL_LIBRARY_ENV = "PA_KERNEL_LIBRARY"
+
+
+def kernel_library_candidates():
+    """Where the kernel library folder is looked for, in order:
+    $PA_KERNEL_LIBRARY, paged_attn/kernels/, <repo>/build/kernels."""
+    env = os.environ.get(KERNEL_LIBRARY_ENV)
+    if env:
+        return [env]
+    return [os.path.join(_capi._PKG_DIR, "kernels"),
+            os.path.join(_capi._REPO_ROOT, "build", "kernels")]
+
+
+def kernel_library_dir():
+    candidates = kernel_library_candidates()
+    for d in candidates:
+        if os.path.isdir(d):
+            return d
+    raise FileNotFoundError(
+        "paged_attn: no kernel library folder; looked at %s. Export the bundles with pa-opt "
+        "(or build the 'kernels' target) or set %s to the folder holding the *.manifest files"
+        % (", ".join(candidates), KERNEL_LIBRARY_ENV))
+
+
+_contexts = {}  # CUDA device index -> _capi.Context
+_contexts_lock = threading.Lock()
+
+
+def _context(device_index):
+    ctx = _contexts.get(device_index)
+    if ctx is not None:
+        return ctx
+    with _contexts_lock:
+        ctx = _contexts.get(device_index)
+        if ctx is None:
+            if torch.cuda.is_current_stream_capturing():
+                # Loading modules is no stream work and may not be legal while a
+                # graph is being captured; warm-up first is the usual rule.
+                raise RuntimeError(
+                    "paged_attn: the first call on cuda:%d happens during CUDA graph capture; "
+                    "call paged_attn.init(%d) (or run the op once) before capturing, so the "
+                    "kernels are loaded outside the capture" % (device_index, device_index))
+            ctx = _capi.Context(device_index, kernel_library_dir())
+            _contexts[device_index] = ctx
+    return ctx
+
+
+def _device_index(device):
+    if device is None:
+        return torch.cuda.current_device()
+    if isinstance(device, int) and not isinstance(device, bool):
+        return device
+    d = torch.device(device)
+    if d.type != "cuda":
+        raise ValueError("paged_attn: device must be a CUDA device, got %s" % d)
+    return d.index if d.index is not None else torch.cuda.current_device()
+
+
+def init(device=None):
+    """Creates the device's context and loads the kernel library now instead of
+    on the first call (do this before capturing a CUDA graph). Returns what
+    was loaded: {"device", "runtime", "kernel_library", "num_variants"}."""
+    idx = _device_index(device)
+    n = torch.cuda.device_count()
+    if not 0 <= idx < n:
+        raise ValueError("paged_attn: no CUDA device %d (this process sees %d)" % (idx, n))
+    ctx = _context(idx)
+    return {"device": idx, "runtime": _capi.library().pa_runtime_path,
+            "kernel_library": ctx.kernel_dir, "num_variants": ctx.num_variants}
+
+
+def release_contexts():
+    """Destroys every context this module created (their modules are unloaded).
+    The next call creates them again. Not safe while another thread launches."""
+    with _contexts_lock:
+        for ctx in _contexts.values():
+            ctx.close()
+        _contexts.clear()
+
+
+_get_raw_stream = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+
+
+def _current_stream(device_index):
+    # The same handle as torch.cuda.current_stream(device).cuda_stream,
+    # without building a Stream object on every call.
+    if _get_raw_stream is not None:
+        return _get_raw_stream(device_index)
+    return torch.cuda.current_stream(device_index).cuda_stream
+
+
+def _decode_args(c):
+    return _capi.DecodeArgs(
+        c.dtype, c.tmp_dtype, c.num_seqs, c.num_heads, c.num_kv_heads, c.head_size,
+        c.block_size, c.num_blocks, c.max_blocks_per_seq, c.max_num_partitions, PARTITION_SIZE,
+        c.max_seq_len, c.scale, *[t.data_ptr() for _, t in c.tensors])
+
+
+def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
+                       num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
+                       alibi_slopes, kv_cache_dtype="auto", k_scale=1.0, v_scale=1.0, *,
+                       fixed_grid=False, **kwargs):
+    """PagedAttention V2 decode; writes `output` (and the workspace).
+
+    The seed's signature and vLLM's layouts (docs/python.md):
+      query        [num_seqs, num_heads, head_size]                         f16/bf16/f32
+      key_cache    [num_blocks, num_kv_heads, head_size/x, block_size, x]   query's, x = 16 B / elt
+      value_cache  [num_blocks, num_kv_heads, head_size, block_size]        query's dtype
+      block_tables [num_seqs, max_blocks_per_seq] int32;  seq_lens [num_seqs] int32
+      output       [num_seqs, num_heads, head_size]                         query's dtype
+      exp_sums, max_logits [num_seqs, num_heads, max_num_partitions]        float32
+      tmp_output   [num_seqs, num_heads, max_num_partitions, head_size]     float32 or query's
+    with max_num_partitions >= ceil(max_seq_len / 512). All tensors contiguous, on one CUDA
+    device; the kernels run on that device's current torch stream, asynchronously.
+
+    alibi_slopes must be None and kv_cache_dtype "auto" (k_scale = v_scale = 1.0); anything
+    else is refused, never ignored. vLLM's block-sparse keywords are accepted for a dense
+    call (blocksparse_vert_stride <= 1); any other keyword raises TypeError.
+
+    fixed_grid=True (keyword only): the grid covers every workspace partition whatever
+    max_seq_len is (it may then be None), so one CUDA-graph capture serves any seq_lens up
+    to max_num_partitions * 512 and max_blocks_per_seq * block_size.
+    """
+    c = _checks.check_call(output, exp_sums, max_logits, tmp_output, query, key_cache,
+                           value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size,
+                           max_seq_len, alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs,
+                           fixed_grid)
+    if c.num_seqs == 0 or c.num_heads == 0:
+        return None
+    ctx = _context(c.device_index)
+    ctx.decode(_decode_args(c), _current_stream(c.device_index))
+    return None
+
+
+def plan(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
+         num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes,
+         kv_cache_dtype="auto", k_scale=1.0, v_scale=1.0, *, fixed_grid=False, **kwargs):
+    """What paged_attention_v2 with these arguments would launch, without
+    launching: the runtime's pa_plan as a dict with keys variant, one_pass,
+    partition_tokens, num_partitions, grid, block, reduce_grid, reduce_block."""
+    c = _checks.check_call(output, exp_sums, max_logits, tmp_output, query, key_cache,
+                           value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size,
+                           max_seq_len, alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs,
+                           fixed_grid)
+    return _context(c.device_index).plan(_decode_args(c))
+
+
+def max_num_partitions(max_seq_len):
+    """Workspace dim 2 for contexts up to max_seq_len tokens: ceil(max_seq_len / 512)."""
+    return max(1, -(-int(max_seq_len) // PARTITION_SIZE))

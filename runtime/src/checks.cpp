@@ -1,0 +1,103 @@
+//===- checks.cpp - argument checks of a decode call ----------------------===//
+//
+// Everything about a pa_decode_args that can be judged on the host, each
+// with a message naming the rule and the numbers. They run before variant
+// selection and planning, so nothing is launched on a bad call; device
+// memory is never read (seq_lens and block tables are the kernel's business).
+//
+//===----------------------------------------------------------------------===//
+
+#include "internal.h"
+
+#include <cmath>
+
+namespace pa {
+
+pa_status checkDecodeArgs(const pa_decode_args &a) {
+  if (!dtypeName(a.dtype))
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "dtype (%d) is not a pa_dtype (PA_F16, PA_BF16, PA_F32)",
+                      int(a.dtype));
+  if (!dtypeName(a.tmp_dtype))
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "tmp_dtype (%d) is not a pa_dtype (PA_F16, PA_BF16, "
+                      "PA_F32)",
+                      int(a.tmp_dtype));
+  if (a.tmp_dtype != PA_F32 && a.tmp_dtype != a.dtype)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "tmp_dtype %s must be f32 or the dtype (%s)",
+                      dtypeName(a.tmp_dtype), dtypeName(a.dtype));
+
+  struct {
+    const char *name;
+    int32_t value;
+  } sizes[] = {{"num_seqs", a.num_seqs},
+               {"num_heads", a.num_heads},
+               {"num_kv_heads", a.num_kv_heads},
+               {"head_size", a.head_size},
+               {"block_size", a.block_size},
+               {"num_blocks", a.num_blocks},
+               {"max_blocks_per_seq", a.max_blocks_per_seq},
+               {"max_num_partitions", a.max_num_partitions},
+               {"partition_size", a.partition_size}};
+  for (const auto &size : sizes)
+    if (size.value <= 0)
+      return makeStatus(PA_ERROR_INVALID_ARGUMENT, "%s (%d) must be positive",
+                        size.name, int(size.value));
+  if (a.max_seq_len < 0)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "max_seq_len (%d) must be >= 0 (0 selects fixed-grid "
+                      "mode)",
+                      int(a.max_seq_len));
+  if (a.num_heads % a.num_kv_heads != 0)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "num_heads (%d) must be a multiple of num_kv_heads (%d)",
+                      int(a.num_heads), int(a.num_kv_heads));
+  if (!std::isfinite(a.scale) || !(a.scale > 0.0f))
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "scale (%g) must be finite and positive",
+                      double(a.scale));
+  int x = 16 / dtypeBytes(a.dtype);
+  if (a.head_size % x != 0)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "head_size (%d) must be a multiple of x = %d, the %s "
+                      "elements in 16 bytes of the key_cache layout",
+                      int(a.head_size), x, dtypeName(a.dtype));
+  int64_t capacity = int64_t(a.max_blocks_per_seq) * a.block_size;
+  if (a.max_seq_len > capacity)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "max_seq_len (%d) exceeds max_blocks_per_seq (%d) * "
+                      "block_size (%d) = %lld tokens of the block table",
+                      int(a.max_seq_len), int(a.max_blocks_per_seq),
+                      int(a.block_size), static_cast<long long>(capacity));
+  return okStatus();
+}
+
+pa_status checkDecodePointers(const pa_decode_args &a, bool needWorkspace) {
+  struct {
+    const char *name;
+    CUdeviceptr value;
+    bool workspace;
+  } pointers[] = {{"query", a.query, false},
+                  {"key_cache", a.key_cache, false},
+                  {"value_cache", a.value_cache, false},
+                  {"block_tables", a.block_tables, false},
+                  {"seq_lens", a.seq_lens, false},
+                  {"output", a.output, false},
+                  {"exp_sums", a.exp_sums, true},
+                  {"max_logits", a.max_logits, true},
+                  {"tmp_output", a.tmp_output, true}};
+  for (const auto &p : pointers) {
+    if (p.value != 0 || (p.workspace && !needWorkspace))
+      continue;
+    if (p.workspace)
+      return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                        "%s is null; the workspace is needed when the context "
+                        "is split into several partitions",
+                        p.name);
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT, "%s is null", p.name);
+  }
+  return okStatus();
+}
+
+} // namespace pa

@@ -1,0 +1,314 @@
+//===- internal.h - the runtime's internal C++ interface --------*- C++ -*-===//
+//
+// What the C entries are built from, and the seam the host-only tests use:
+// the parsed manifest (BundleDesc), grid expressions, variant selection, the
+// partition planning rule and the argument checks all work on plain data and
+// a DeviceInfo (SM version and count), so they run without a GPU. A context
+// made with makeHostContext() has no driver: it plans and checks, loads
+// manifests without their PTX, and refuses to launch.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PA_RUNTIME_SRC_INTERNAL_H
+#define PA_RUNTIME_SRC_INTERNAL_H
+
+#include "driver.h"
+#include "status.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+/// Marks the definitions of the C ABI: the library is built with hidden
+/// visibility and exports only these.
+#define PA_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace pa {
+
+//===----------------------------------------------------------------------===//
+// Vocabulary
+//===----------------------------------------------------------------------===//
+
+/// "f16", "bf16", "f32"; nullptr for a value that is no pa_dtype.
+const char *dtypeName(int dtype);
+/// Parses a dtype name; false when unknown.
+bool parseDtype(const std::string &text, pa_dtype &out);
+/// Bytes of one element.
+int dtypeBytes(pa_dtype dtype);
+
+/// The kernels of a bundle.
+enum class Role : int { Partition = 0, OnePass = 1, Reduce = 2 };
+inline constexpr int kNumRoles = 3;
+const char *roleName(Role role);
+
+/// Names that may appear in a `params` record, in the kernels' order.
+enum class ParamId : uint8_t {
+  // 64-bit device pointers.
+  Query,
+  KeyCache,
+  ValueCache,
+  BlockTables,
+  SeqLens,
+  Output,
+  ExpSums,
+  MaxLogits,
+  TmpOutput,
+  // f32.
+  Scale,
+  // i32.
+  NumSeqs,
+  NumHeads,
+  NumKvHeads,
+  GroupSize,
+  HeadSize,
+  BlockSize,
+  NumBlocks,
+  MaxBlocksPerSeq,
+  MaxNumPartitions,
+  PartitionTokens,
+  NumPartitions,
+  MaxSeqLen,
+};
+inline constexpr int kNumParamIds = int(ParamId::MaxSeqLen) + 1;
+/// At most this many parameters per kernel.
+inline constexpr int kMaxParams = 32;
+const char *paramName(ParamId id);
+bool isPointerParam(ParamId id);
+
+/// Names that may appear in a `grid` expression.
+enum class GridSym : uint8_t {
+  NumSeqs,
+  NumHeads,
+  NumKvHeads,
+  GroupSize,
+  HeadsPerProgram,
+  NumPartitions,
+  MaxNumPartitions,
+  PartitionTokens,
+  HeadSize,
+  BlockSize,
+  Warps,
+  TokenStep,
+  MaxBlocksPerSeq,
+};
+inline constexpr int kNumGridSyms = int(GridSym::MaxBlocksPerSeq) + 1;
+const char *gridSymName(GridSym sym);
+
+//===----------------------------------------------------------------------===//
+// Grid expressions
+//===----------------------------------------------------------------------===//
+
+/// One launch-grid dimension, e.g.
+/// `num_kv_heads*ceil(group_size/heads_per_program)`: integers, the GridSym
+/// names, + - * / (floor), ceil(a/b) and parentheses, no spaces. Stored in
+/// postfix order.
+struct GridExpr {
+  enum class Op : uint8_t { Const, Sym, Add, Sub, Mul, Div, CeilDiv };
+  struct Node {
+    Op op;
+    int64_t value; // Const: the number; Sym: the GridSym.
+  };
+  std::vector<Node> nodes;
+  std::string text;
+};
+
+/// Parses `text`; on error returns false with `error` saying why.
+bool parseGridExpr(const std::string &text, GridExpr &out, std::string &error);
+
+/// Values of the GridSym names for one call.
+struct GridEnv {
+  int64_t values[kNumGridSyms] = {};
+  void set(GridSym sym, int64_t v) { values[int(sym)] = v; }
+};
+
+/// Evaluates `expr`; false on division by zero or overflow.
+bool evalGridExpr(const GridExpr &expr, const GridEnv &env, int64_t &out);
+
+//===----------------------------------------------------------------------===//
+// Manifest
+//===----------------------------------------------------------------------===//
+
+struct KernelDesc {
+  bool present = false; // a `kernel` record was seen
+  bool hasParams = false;
+  bool hasGrid = false;
+  std::string symbol;
+  int threads = 0;
+  int smem = 0;
+  std::vector<ParamId> params;
+  GridExpr grid[3];
+};
+
+/// One bundle's manifest, checked: every required record present and
+/// consistent. The onepass kernel is optional.
+struct BundleDesc {
+  std::string manifestPath;
+  std::string name;
+  std::string chip;              // "sm_70"
+  int chipVersion = 0;           // 70
+  bool chipArchSpecific = false; // "sm_90a": runs on exactly that chip
+  std::string ptx;               // as written in the manifest
+  std::string ptxPath;           // resolved against the manifest's folder
+  pa_dtype dtype = PA_F16;
+  pa_dtype cacheDtype = PA_F16;
+  pa_dtype tmpDtype = PA_F32;
+  int headSize = 0;
+  int blockSize = 0;
+  int headsPerProgram = 0;
+  int warps = 0;
+  int tokenStep = 0;
+  KernelDesc kernels[kNumRoles];
+
+  const KernelDesc &kernel(Role role) const { return kernels[int(role)]; }
+  bool hasOnePass() const { return kernel(Role::OnePass).present; }
+};
+
+/// Parses manifest text; `path` names it in messages ("path:line: what").
+/// Errors are PA_ERROR_BUNDLE. ptxPath is resolved against path's folder.
+pa_status parseManifest(const std::string &text, const std::string &path,
+                        BundleDesc &out);
+/// Reads and parses the manifest file at `path` (PA_ERROR_IO if unreadable).
+pa_status readManifest(const std::string &path, BundleDesc &out);
+/// Reads a whole file into `out` (PA_ERROR_IO naming `what` on failure).
+pa_status readFile(const std::string &path, const char *what, std::string &out);
+
+//===----------------------------------------------------------------------===//
+// Device and variants
+//===----------------------------------------------------------------------===//
+
+/// What planning needs to know of the device.
+struct DeviceInfo {
+  int ordinal = 0;
+  int smVersion = 0; // compute capability major*10 + minor: 90 for sm_90
+  int smCount = 0;   // streaming multiprocessors
+};
+
+/// Parses "sm_70" / "sm_90a"; false when malformed.
+bool parseChip(const std::string &text, int &version, bool &archSpecific);
+
+/// OK when a bundle built for `desc.chip` runs on `device`; else
+/// PA_ERROR_BUNDLE saying which chip the bundle needs.
+pa_status checkChip(const BundleDesc &desc, const DeviceInfo &device);
+
+/// What a call asks of a variant.
+struct VariantKey {
+  pa_dtype dtype;
+  pa_dtype tmpDtype;
+  int headSize;
+  int blockSize;
+  int groupSize; // num_heads / num_kv_heads
+};
+
+/// The index in `descs` of the variant serving `key`, or -1. Among variants
+/// matching dtype, cache_dtype (== dtype), tmp_dtype, head_size and
+/// block_size that run on `device`: the smallest heads_per_program that
+/// covers the group, else the largest one; ties go to the newest chip, then
+/// to the first loaded.
+int selectVariant(const std::vector<BundleDesc> &descs,
+                  const DeviceInfo &device, const VariantKey &key);
+
+/// Programs per KV head for a group: ceil(group_size / heads_per_program).
+inline int64_t tilesPerKvHead(int64_t groupSize, int64_t headsPerProgram) {
+  return (groupSize + headsPerProgram - 1) / headsPerProgram;
+}
+
+//===----------------------------------------------------------------------===//
+// Argument checks and planning
+//===----------------------------------------------------------------------===//
+
+/// The checks that need neither a variant nor a device: enums, positive
+/// sizes, head-count divisibility, scale, the key layout's x, and max_seq_len
+/// against the block table. PA_ERROR_INVALID_ARGUMENT naming the rule.
+pa_status checkDecodeArgs(const pa_decode_args &args);
+/// Null device pointers; the workspace only when `needWorkspace`.
+pa_status checkDecodePointers(const pa_decode_args &args, bool needWorkspace);
+
+/// Above this many partition programs the adaptive rule stops splitting the
+/// context further: 4 waves of 4 resident programs per SM.
+inline int64_t adaptiveProgramBudget(const DeviceInfo &device) {
+  return 4 * int64_t(device.smCount) * 4;
+}
+
+/// The partition rule (docs/runtime.md): partition_tokens and
+/// num_partitions for `args` on `variant`, given the number of partition
+/// programs one partition per (sequence, KV head, tile) needs. Refuses with
+/// PA_ERROR_INVALID_ARGUMENT when the workspace cannot hold the partitions.
+pa_status planPartitions(const DeviceInfo &device, const BundleDesc &variant,
+                         const pa_decode_args &args,
+                         int64_t programsPerPartition, int32_t &partitionTokens,
+                         int32_t &numPartitions);
+
+/// Everything a launch needs, decided on the host.
+struct DecodePlan {
+  int variant = -1; // index into the context's variants
+  bool onePass = false;
+  int32_t partitionTokens = 0;
+  int32_t numPartitions = 0;
+  int32_t groupSize = 0;
+  unsigned grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  unsigned reduceGrid[3] = {0, 0, 0}, reduceBlock[3] = {0, 0, 0};
+};
+
+/// The one function both pa_plan_decode_v2 and pa_decode_v2 call: argument
+/// checks, variant selection, the partition rule, the grids (from the
+/// manifest's expressions, checked against CUDA's limits) and, when
+/// `checkPointers`, the device pointers.
+pa_status planDecode(const DeviceInfo &device,
+                     const std::vector<BundleDesc> &variants,
+                     const pa_decode_args &args, bool checkPointers,
+                     DecodePlan &plan);
+
+/// Copies `plan` into the public struct.
+void exportPlan(const DecodePlan &plan, const BundleDesc &variant,
+                pa_plan &out);
+
+//===----------------------------------------------------------------------===//
+// Kernel parameters
+//===----------------------------------------------------------------------===//
+
+/// A kernel's argument block in the manifest's params order, as
+/// cuLaunchKernel takes it. No allocation.
+struct KernelArgs {
+  union Value {
+    CUdeviceptr ptr;
+    float f32;
+    int32_t i32;
+  };
+  Value values[kMaxParams];
+  void *pointers[kMaxParams];
+  int count = 0;
+};
+
+/// Fills `out` for `kernel` from the call and its plan.
+void marshalParams(const KernelDesc &kernel, const pa_decode_args &args,
+                   const DecodePlan &plan, KernelArgs &out);
+
+//===----------------------------------------------------------------------===//
+// Contexts
+//===----------------------------------------------------------------------===//
+
+/// A loaded bundle's module and kernels (all null in a host-only context).
+struct LoadedModule {
+  CUmodule module = nullptr;
+  CUfunction functions[kNumRoles] = {nullptr, nullptr, nullptr};
+};
+
+/// A context with no driver, for the host-only tests: plans and checks like
+/// a real one on `device`; pa_context_load_bundle parses manifests and checks
+/// chips but loads no PTX; pa_decode_v2 fails with PA_ERROR_CUDA after its
+/// checks. Free with pa_context_destroy.
+pa_context *makeHostContext(const DeviceInfo &device);
+
+} // namespace pa
+
+/// One per device; all state of the runtime lives here.
+struct pa_context {
+  pa::DriverApi api; // empty in a host-only context
+  CUdevice device = 0;
+  CUcontext primary = nullptr;
+  pa::DeviceInfo info;
+  std::vector<pa::BundleDesc> variants;
+  std::vector<pa::LoadedModule> modules; // parallel to variants
+};
+
+#endif // PA_RUNTIME_SRC_INTERNAL_H

@@ -1,0 +1,490 @@
+//===- manifest.cpp - strict parser of the bundle manifest ----------------===//
+//
+// Reads the text manifest pa-opt's export writes (docs/bundle-format.md).
+// Strict on purpose: an unknown record, a missing or repeated one, a bad
+// number or an unknown name is PA_ERROR_BUNDLE with "file:line: what", so a
+// compiler/runtime mismatch fails at load, never as a wrong launch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "internal.h"
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+namespace pa {
+
+//===----------------------------------------------------------------------===//
+// Vocabulary
+//===----------------------------------------------------------------------===//
+
+const char *dtypeName(int dtype) {
+  switch (dtype) {
+  case PA_F16:
+    return "f16";
+  case PA_BF16:
+    return "bf16";
+  case PA_F32:
+    return "f32";
+  }
+  return nullptr;
+}
+
+bool parseDtype(const std::string &text, pa_dtype &out) {
+  for (int d : {PA_F16, PA_BF16, PA_F32}) {
+    if (text == dtypeName(d)) {
+      out = pa_dtype(d);
+      return true;
+    }
+  }
+  return false;
+}
+
+int dtypeBytes(pa_dtype dtype) { return dtype == PA_F32 ? 4 : 2; }
+
+const char *roleName(Role role) {
+  switch (role) {
+  case Role::Partition:
+    return "partition";
+  case Role::OnePass:
+    return "onepass";
+  case Role::Reduce:
+    return "reduce";
+  }
+  return "?";
+}
+
+static const char *const kParamNames[kNumParamIds] = {"query",
+                                                      "key_cache",
+                                                      "value_cache",
+                                                      "block_tables",
+                                                      "seq_lens",
+                                                      "output",
+                                                      "exp_sums",
+                                                      "max_logits",
+                                                      "tmp_output",
+                                                      "scale",
+                                                      "num_seqs",
+                                                      "num_heads",
+                                                      "num_kv_heads",
+                                                      "group_size",
+                                                      "head_size",
+                                                      "block_size",
+                                                      "num_blocks",
+                                                      "max_blocks_per_seq",
+                                                      "max_num_partitions",
+                                                      "partition_tokens",
+                                                      "num_partitions",
+                                                      "max_seq_len"};
+
+const char *paramName(ParamId id) { return kParamNames[int(id)]; }
+
+bool isPointerParam(ParamId id) { return id <= ParamId::TmpOutput; }
+
+//===----------------------------------------------------------------------===//
+// Files
+//===----------------------------------------------------------------------===//
+
+pa_status readFile(const std::string &path, const char *what,
+                   std::string &out) {
+  out.clear();
+  FILE *file = std::fopen(path.c_str(), "rb");
+  if (!file)
+    return makeStatus(PA_ERROR_IO, "cannot open %s '%s': %s", what,
+                      path.c_str(), std::strerror(errno));
+  char chunk[65536];
+  size_t n;
+  while ((n = std::fread(chunk, 1, sizeof(chunk), file)) > 0)
+    out.append(chunk, n);
+  bool failed = std::ferror(file);
+  int err = errno;
+  std::fclose(file);
+  if (failed)
+    return makeStatus(PA_ERROR_IO, "cannot read %s '%s': %s", what,
+                      path.c_str(), std::strerror(err));
+  return okStatus();
+}
+
+//===----------------------------------------------------------------------===//
+// Parsing
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::vector<std::string> splitWords(const std::string &line) {
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t'))
+      ++i;
+    size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t')
+      ++i;
+    if (i > start)
+      words.push_back(line.substr(start, i - start));
+  }
+  return words;
+}
+
+/// Strict decimal integer in [lo, hi]: no sign, no spaces, no suffix.
+bool parseInt(const std::string &text, int64_t lo, int64_t hi, int &out) {
+  if (text.empty() || text.size() > 10)
+    return false;
+  int64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9')
+      return false;
+    value = value * 10 + (c - '0');
+  }
+  if (value < lo || value > hi)
+    return false;
+  out = int(value);
+  return true;
+}
+
+bool parseRole(const std::string &text, Role &out) {
+  for (int r = 0; r < kNumRoles; ++r) {
+    if (text == roleName(Role(r))) {
+      out = Role(r);
+      return true;
+    }
+  }
+  return false;
+}
+
+/// The single-valued records, in the order a missing one is reported.
+enum Scalar {
+  kName,
+  kChip,
+  kPtx,
+  kDtype,
+  kCacheDtype,
+  kTmpDtype,
+  kHeadSize,
+  kBlockSize,
+  kHeadsPerProgram,
+  kWarps,
+  kTokenStep,
+  kNumScalars
+};
+const char *const kScalarNames[kNumScalars] = {
+    "name",      "chip",        "ptx",
+    "dtype",     "cache_dtype", "tmp_dtype",
+    "head_size", "block_size",  "heads_per_program",
+    "warps",     "token_step"};
+
+class ManifestParser {
+public:
+  ManifestParser(const std::string &path, BundleDesc &out)
+      : path(path), out(out) {}
+
+  pa_status parse(const std::string &text);
+
+private:
+  pa_status error(int line, const char *fmt, ...)
+      __attribute__((format(printf, 3, 4)));
+  pa_status parseLine(int line, const std::vector<std::string> &words);
+  pa_status parseScalar(int line, Scalar which,
+                        const std::vector<std::string> &words);
+  pa_status parseKernel(int line, const std::vector<std::string> &words);
+  pa_status parseParams(int line, const std::vector<std::string> &words);
+  pa_status parseGrid(int line, const std::vector<std::string> &words);
+  pa_status parseMagic(const std::vector<std::string> &words);
+  pa_status checkComplete();
+
+  const std::string &path;
+  BundleDesc &out;
+  int scalarLine[kNumScalars] = {};
+  int kernelLine[kNumRoles] = {};
+  int paramsLine[kNumRoles] = {};
+  int gridLine[kNumRoles] = {};
+};
+
+pa_status ManifestParser::error(int line, const char *fmt, ...) {
+  char what[768];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(what, sizeof(what), fmt, args);
+  va_end(args);
+  if (line > 0)
+    return makeStatus(PA_ERROR_BUNDLE, "%s:%d: %s", path.c_str(), line, what);
+  return makeStatus(PA_ERROR_BUNDLE, "%s: %s", path.c_str(), what);
+}
+
+pa_status ManifestParser::parse(const std::string &text) {
+  out = BundleDesc();
+  out.manifestPath = path;
+  if (text.empty())
+    return error(1, "empty manifest: expected 'paged_attn-bundle 1'");
+  int line = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string raw = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line;
+    size_t hash = raw.find('#');
+    if (hash != std::string::npos)
+      raw.resize(hash);
+    if (!raw.empty() && raw.back() == '\r')
+      raw.pop_back();
+    std::vector<std::string> words = splitWords(raw);
+    if (line == 1) {
+      PA_RETURN_IF_ERROR(parseMagic(words));
+      continue;
+    }
+    if (!words.empty())
+      PA_RETURN_IF_ERROR(parseLine(line, words));
+  }
+  return checkComplete();
+}
+
+pa_status ManifestParser::parseMagic(const std::vector<std::string> &words) {
+  if (words.empty() || words[0] != "paged_attn-bundle")
+    return error(1, "not a paged_attn bundle manifest: the first line must "
+                    "be 'paged_attn-bundle 1'");
+  if (words.size() != 2)
+    return error(1, "the first line must be 'paged_attn-bundle 1'");
+  int version = 0;
+  if (!parseInt(words[1], 0, INT32_MAX, version))
+    return error(1, "bad format version '%s'", words[1].c_str());
+  if (version != 1)
+    return error(1,
+                 "bundle format version %d is not supported (this runtime "
+                 "reads version 1)",
+                 version);
+  return okStatus();
+}
+
+pa_status ManifestParser::parseLine(int line,
+                                    const std::vector<std::string> &words) {
+  const std::string &key = words[0];
+  for (int s = 0; s < kNumScalars; ++s)
+    if (key == kScalarNames[s])
+      return parseScalar(line, Scalar(s), words);
+  if (key == "kernel")
+    return parseKernel(line, words);
+  if (key == "params")
+    return parseParams(line, words);
+  if (key == "grid")
+    return parseGrid(line, words);
+  if (key == "paged_attn-bundle")
+    return error(line, "the magic 'paged_attn-bundle' may only be the first "
+                       "line");
+  return error(line, "unknown record '%s'", key.c_str());
+}
+
+pa_status ManifestParser::parseScalar(int line, Scalar which,
+                                      const std::vector<std::string> &words) {
+  const char *key = kScalarNames[which];
+  if (scalarLine[which])
+    return error(line, "duplicate record '%s' (first at line %d)", key,
+                 scalarLine[which]);
+  if (words.size() != 2)
+    return error(line, "record '%s' takes exactly one value, got %zu", key,
+                 words.size() - 1);
+  scalarLine[which] = line;
+  const std::string &value = words[1];
+  switch (which) {
+  case kName:
+    if (value.size() >= sizeof(pa_plan::variant))
+      return error(line, "name '%s' is longer than %zu characters",
+                   value.c_str(), sizeof(pa_plan::variant) - 1);
+    out.name = value;
+    return okStatus();
+  case kChip:
+    if (!parseChip(value, out.chipVersion, out.chipArchSpecific))
+      return error(line, "bad chip '%s' (expected sm_XY, e.g. sm_70)",
+                   value.c_str());
+    out.chip = value;
+    return okStatus();
+  case kPtx:
+    out.ptx = value;
+    return okStatus();
+  case kDtype:
+  case kCacheDtype:
+  case kTmpDtype: {
+    pa_dtype *field = which == kDtype        ? &out.dtype
+                      : which == kCacheDtype ? &out.cacheDtype
+                                             : &out.tmpDtype;
+    if (!parseDtype(value, *field))
+      return error(line, "unknown %s '%s' (expected f16, bf16 or f32)", key,
+                   value.c_str());
+    return okStatus();
+  }
+  default:
+    break;
+  }
+  int *field = which == kHeadSize          ? &out.headSize
+               : which == kBlockSize       ? &out.blockSize
+               : which == kHeadsPerProgram ? &out.headsPerProgram
+               : which == kWarps           ? &out.warps
+                                           : &out.tokenStep;
+  int64_t hi = which == kWarps ? 32 : 65536;
+  if (!parseInt(value, 1, hi, *field))
+    return error(line,
+                 "bad number '%s' for %s (expected an integer in "
+                 "1..%lld)",
+                 value.c_str(), key, static_cast<long long>(hi));
+  return okStatus();
+}
+
+pa_status ManifestParser::parseKernel(int line,
+                                      const std::vector<std::string> &words) {
+  // kernel ROLE SYMBOL threads N smem BYTES
+  if (words.size() != 7 || words[3] != "threads" || words[5] != "smem")
+    return error(line, "expected 'kernel ROLE SYMBOL threads N smem BYTES'");
+  Role role;
+  if (!parseRole(words[1], role))
+    return error(line,
+                 "unknown kernel role '%s' (expected partition, onepass or "
+                 "reduce)",
+                 words[1].c_str());
+  KernelDesc &kernel = out.kernels[int(role)];
+  if (kernelLine[int(role)])
+    return error(line, "duplicate record 'kernel %s' (first at line %d)",
+                 words[1].c_str(), kernelLine[int(role)]);
+  kernelLine[int(role)] = line;
+  kernel.present = true;
+  kernel.symbol = words[2];
+  if (!parseInt(words[4], 1, 1024, kernel.threads))
+    return error(line, "bad number '%s' for threads (expected 1..1024)",
+                 words[4].c_str());
+  if (!parseInt(words[6], 0, 1 << 20, kernel.smem))
+    return error(line, "bad number '%s' for smem (expected bytes, 0..%d)",
+                 words[6].c_str(), 1 << 20);
+  return okStatus();
+}
+
+pa_status ManifestParser::parseParams(int line,
+                                      const std::vector<std::string> &words) {
+  if (words.size() < 2)
+    return error(line, "expected 'params ROLE NAME...'");
+  Role role;
+  if (!parseRole(words[1], role))
+    return error(line,
+                 "unknown params role '%s' (expected partition, "
+                 "onepass or reduce)",
+                 words[1].c_str());
+  KernelDesc &kernel = out.kernels[int(role)];
+  if (paramsLine[int(role)])
+    return error(line, "duplicate record 'params %s' (first at line %d)",
+                 words[1].c_str(), paramsLine[int(role)]);
+  paramsLine[int(role)] = line;
+  if (words.size() - 2 > size_t(kMaxParams))
+    return error(line, "%zu parameters; at most %d are supported",
+                 words.size() - 2, kMaxParams);
+  kernel.hasParams = true;
+  bool seen[kNumParamIds] = {};
+  for (size_t i = 2; i < words.size(); ++i) {
+    int id = -1;
+    for (int p = 0; p < kNumParamIds; ++p)
+      if (words[i] == kParamNames[p])
+        id = p;
+    if (id < 0)
+      return error(line, "unknown param '%s' of kernel %s", words[i].c_str(),
+                   words[1].c_str());
+    if (seen[id])
+      return error(line, "param '%s' appears twice", words[i].c_str());
+    seen[id] = true;
+    kernel.params.push_back(ParamId(id));
+  }
+  return okStatus();
+}
+
+pa_status ManifestParser::parseGrid(int line,
+                                    const std::vector<std::string> &words) {
+  // grid ROLE X [Y [Z]]: omitted dimensions are 1.
+  if (words.size() < 3 || words.size() > 5)
+    return error(line, "expected 'grid ROLE X [Y [Z]]' (one to three "
+                       "expressions without spaces)");
+  Role role;
+  if (!parseRole(words[1], role))
+    return error(line,
+                 "unknown grid role '%s' (expected partition, onepass "
+                 "or reduce)",
+                 words[1].c_str());
+  KernelDesc &kernel = out.kernels[int(role)];
+  if (gridLine[int(role)])
+    return error(line, "duplicate record 'grid %s' (first at line %d)",
+                 words[1].c_str(), gridLine[int(role)]);
+  gridLine[int(role)] = line;
+  kernel.hasGrid = true;
+  static const char *const kDims[3] = {"x", "y", "z"};
+  for (int d = 0; d < 3; ++d) {
+    std::string text = 2 + size_t(d) < words.size() ? words[2 + d] : "1";
+    std::string why;
+    if (!parseGridExpr(text, kernel.grid[d], why))
+      return error(line, "bad grid %s expression '%s': %s", kDims[d],
+                   text.c_str(), why.c_str());
+  }
+  return okStatus();
+}
+
+pa_status ManifestParser::checkComplete() {
+  for (int s = 0; s < kNumScalars; ++s)
+    if (!scalarLine[s])
+      return error(0, "missing record '%s'", kScalarNames[s]);
+  for (Role role : {Role::Partition, Role::Reduce})
+    if (!kernelLine[int(role)])
+      return error(0, "missing record 'kernel %s'", roleName(role));
+  for (int r = 0; r < kNumRoles; ++r) {
+    const char *name = roleName(Role(r));
+    if (kernelLine[r]) {
+      if (!paramsLine[r])
+        return error(0, "missing record 'params %s'", name);
+      if (!gridLine[r])
+        return error(0, "missing record 'grid %s'", name);
+    } else {
+      if (paramsLine[r])
+        return error(paramsLine[r], "'params %s' without a 'kernel %s' record",
+                     name, name);
+      if (gridLine[r])
+        return error(gridLine[r], "'grid %s' without a 'kernel %s' record",
+                     name, name);
+    }
+  }
+  if (out.cacheDtype != out.dtype)
+    return error(scalarLine[kCacheDtype],
+                 "cache_dtype %s differs from dtype %s: only caches of the "
+                 "query's type are supported",
+                 dtypeName(out.cacheDtype), dtypeName(out.dtype));
+  if (out.tmpDtype != PA_F32 && out.tmpDtype != out.dtype)
+    return error(scalarLine[kTmpDtype],
+                 "tmp_dtype %s must be f32 or the dtype (%s)",
+                 dtypeName(out.tmpDtype), dtypeName(out.dtype));
+  int x = 16 / dtypeBytes(out.dtype);
+  if (out.headSize % x != 0)
+    return error(scalarLine[kHeadSize],
+                 "head_size %d is not a multiple of x = %d (16 bytes of %s)",
+                 out.headSize, x, dtypeName(out.dtype));
+  // The PTX sits beside the manifest unless the path is absolute.
+  if (!out.ptx.empty() && out.ptx[0] == '/') {
+    out.ptxPath = out.ptx;
+  } else {
+    size_t slash = path.rfind('/');
+    out.ptxPath = slash == std::string::npos
+                      ? out.ptx
+                      : path.substr(0, slash + 1) + out.ptx;
+  }
+  return okStatus();
+}
+
+} // namespace
+
+pa_status parseManifest(const std::string &text, const std::string &path,
+                        BundleDesc &out) {
+  return ManifestParser(path, out).parse(text);
+}
+
+pa_status readManifest(const std::string &path, BundleDesc &out) {
+  std::string text;
+  PA_RETURN_IF_ERROR(readFile(path, "manifest", text));
+  return parseManifest(text, path, out);
+}
+
+} // namespace pa

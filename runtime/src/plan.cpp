@@ -1,0 +1,217 @@
+//===- plan.cpp - the partition rule and the launch grids -----------------===//
+//
+// The one place that decides how a decode call is split: pa_plan_decode_v2
+// reports exactly what pa_decode_v2 launches because both call planDecode.
+// The rule itself (planPartitions) is described in docs/runtime.md:
+//
+//   fixed-grid (max_seq_len == 0): every workspace partition is launched;
+//     partition_tokens = max(partition_size,
+//                            roundup(ceil(capacity / max_num_partitions),
+//                                    token_step))
+//   adaptive: partition_tokens = roundup(max(ceil(max_seq_len /
+//     max_num_partitions), 256), token_step * warps), doubled while the
+//     partition programs exceed 4 waves of 4 programs per SM and more than
+//     one partition remains.
+//
+//===----------------------------------------------------------------------===//
+
+#include "internal.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+namespace pa {
+
+static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t roundUp(int64_t a, int64_t m) { return ceilDiv(a, m) * m; }
+
+/// Fewest tokens a partition gets in adaptive mode: below this the reduce and
+/// the per-program setup cost more than the parallelism gains.
+static constexpr int64_t kMinAdaptivePartitionTokens = 256;
+
+pa_status planPartitions(const DeviceInfo &device, const BundleDesc &variant,
+                         const pa_decode_args &args,
+                         int64_t programsPerPartition, int32_t &partitionTokens,
+                         int32_t &numPartitions) {
+  const int64_t step = variant.tokenStep;
+  const int64_t capacity = int64_t(args.max_blocks_per_seq) * args.block_size;
+  int64_t tokens = 0, parts = 0;
+  if (args.max_seq_len == 0) {
+    // Fixed grid: independent of the current lengths, so a captured graph
+    // stays valid; partitions past a sequence's end exit at once.
+    tokens = std::max<int64_t>(
+        args.partition_size,
+        roundUp(ceilDiv(capacity, args.max_num_partitions), step));
+    parts = args.max_num_partitions;
+    if (tokens % step != 0)
+      return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                        "partition_size (%d) must be a multiple of the token "
+                        "step (%lld) of variant '%s' in fixed-grid mode",
+                        int(args.partition_size), static_cast<long long>(step),
+                        variant.name.c_str());
+    if (parts * tokens < capacity)
+      return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                        "max_num_partitions (%d) partitions of %lld tokens "
+                        "cover %lld tokens, fewer than max_blocks_per_seq * "
+                        "block_size = %lld",
+                        int(args.max_num_partitions),
+                        static_cast<long long>(tokens),
+                        static_cast<long long>(parts * tokens),
+                        static_cast<long long>(capacity));
+  } else {
+    const int64_t unit = step * variant.warps;
+    tokens =
+        roundUp(std::max(ceilDiv(args.max_seq_len, args.max_num_partitions),
+                         kMinAdaptivePartitionTokens),
+                unit);
+    parts = ceilDiv(args.max_seq_len, tokens);
+    const int64_t budget = adaptiveProgramBudget(device);
+    while (parts > 1 && programsPerPartition * parts > budget) {
+      tokens *= 2;
+      parts = ceilDiv(args.max_seq_len, tokens);
+    }
+    if (parts > args.max_num_partitions)
+      return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                        "max_seq_len (%d) needs %lld partitions of %lld "
+                        "tokens, more than max_num_partitions (%d)",
+                        int(args.max_seq_len), static_cast<long long>(parts),
+                        static_cast<long long>(tokens),
+                        int(args.max_num_partitions));
+    if (tokens % step != 0)
+      return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                        "partition_tokens (%lld) must be a multiple of the "
+                        "token step (%lld) of variant '%s'",
+                        static_cast<long long>(tokens),
+                        static_cast<long long>(step), variant.name.c_str());
+  }
+  if (tokens > INT32_MAX)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "partition_tokens (%lld) does not fit in 32 bits",
+                      static_cast<long long>(tokens));
+  partitionTokens = int32_t(tokens);
+  numPartitions = int32_t(parts);
+  return okStatus();
+}
+
+//===----------------------------------------------------------------------===//
+// Grids
+//===----------------------------------------------------------------------===//
+
+/// CUDA's grid limits (every architecture since sm_30).
+static constexpr int64_t kMaxGrid[3] = {INT32_MAX, 65535, 65535};
+
+static pa_status evalGrid(const BundleDesc &variant, Role role,
+                          const GridEnv &env, unsigned grid[3]) {
+  static const char *const kDims[3] = {"x", "y", "z"};
+  const KernelDesc &kernel = variant.kernel(role);
+  for (int d = 0; d < 3; ++d) {
+    int64_t value = 0;
+    if (!evalGridExpr(kernel.grid[d], env, value))
+      return makeStatus(PA_ERROR_BUNDLE,
+                        "%s grid %s '%s' of variant '%s' cannot be evaluated "
+                        "(division by zero or overflow)",
+                        roleName(role), kDims[d], kernel.grid[d].text.c_str(),
+                        variant.name.c_str());
+    if (value < 1 || value > kMaxGrid[d])
+      return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                        "%s grid %s = %s = %lld is outside CUDA's range "
+                        "1..%lld (variant '%s')",
+                        roleName(role), kDims[d], kernel.grid[d].text.c_str(),
+                        static_cast<long long>(value),
+                        static_cast<long long>(kMaxGrid[d]),
+                        variant.name.c_str());
+    grid[d] = unsigned(value);
+  }
+  return okStatus();
+}
+
+static pa_status unsupported(const std::vector<BundleDesc> &variants,
+                             const VariantKey &key) {
+  pa_status status = makeStatus(
+      PA_ERROR_UNSUPPORTED,
+      "no loaded variant serves dtype %s, cache_dtype %s, tmp_dtype %s, "
+      "head_size %d, block_size %d (group size %d); %zu loaded",
+      dtypeName(key.dtype), dtypeName(key.dtype), dtypeName(key.tmpDtype),
+      key.headSize, key.blockSize, key.groupSize, variants.size());
+  for (size_t i = 0; i < variants.size(); ++i)
+    appendMessage(status, "%s%s", i ? ", " : ": ", variants[i].name.c_str());
+  return status;
+}
+
+pa_status planDecode(const DeviceInfo &device,
+                     const std::vector<BundleDesc> &variants,
+                     const pa_decode_args &args, bool checkPointers,
+                     DecodePlan &plan) {
+  plan = DecodePlan();
+  PA_RETURN_IF_ERROR(checkDecodeArgs(args));
+  if (checkPointers)
+    PA_RETURN_IF_ERROR(checkDecodePointers(args, /*needWorkspace=*/false));
+
+  VariantKey key{args.dtype, args.tmp_dtype, args.head_size, args.block_size,
+                 args.num_heads / args.num_kv_heads};
+  int index = selectVariant(variants, device, key);
+  if (index < 0)
+    return unsupported(variants, key);
+  const BundleDesc &v = variants[index];
+
+  GridEnv env;
+  env.set(GridSym::NumSeqs, args.num_seqs);
+  env.set(GridSym::NumHeads, args.num_heads);
+  env.set(GridSym::NumKvHeads, args.num_kv_heads);
+  env.set(GridSym::GroupSize, key.groupSize);
+  env.set(GridSym::HeadsPerProgram, v.headsPerProgram);
+  env.set(GridSym::MaxNumPartitions, args.max_num_partitions);
+  env.set(GridSym::HeadSize, args.head_size);
+  env.set(GridSym::BlockSize, args.block_size);
+  env.set(GridSym::Warps, v.warps);
+  env.set(GridSym::TokenStep, v.tokenStep);
+  env.set(GridSym::MaxBlocksPerSeq, args.max_blocks_per_seq);
+
+  // Programs of the partition kernel for one partition: what the adaptive
+  // rule multiplies by the partition count to size the grid.
+  env.set(GridSym::NumPartitions, 1);
+  env.set(GridSym::PartitionTokens,
+          int64_t(args.max_blocks_per_seq) * args.block_size);
+  unsigned base[3];
+  PA_RETURN_IF_ERROR(evalGrid(v, Role::Partition, env, base));
+  int64_t programsPerPartition = int64_t(base[0]) * base[1] * base[2];
+
+  PA_RETURN_IF_ERROR(planPartitions(device, v, args, programsPerPartition,
+                                    plan.partitionTokens, plan.numPartitions));
+  plan.variant = index;
+  plan.groupSize = key.groupSize;
+  plan.onePass = plan.numPartitions == 1 && v.hasOnePass();
+  env.set(GridSym::NumPartitions, plan.numPartitions);
+  env.set(GridSym::PartitionTokens, plan.partitionTokens);
+
+  Role main = plan.onePass ? Role::OnePass : Role::Partition;
+  PA_RETURN_IF_ERROR(evalGrid(v, main, env, plan.grid));
+  plan.block[0] = unsigned(v.kernel(main).threads);
+  plan.block[1] = plan.block[2] = 1;
+  if (!plan.onePass) {
+    PA_RETURN_IF_ERROR(evalGrid(v, Role::Reduce, env, plan.reduceGrid));
+    plan.reduceBlock[0] = unsigned(v.kernel(Role::Reduce).threads);
+    plan.reduceBlock[1] = plan.reduceBlock[2] = 1;
+  }
+  if (checkPointers)
+    PA_RETURN_IF_ERROR(checkDecodePointers(args, !plan.onePass));
+  return okStatus();
+}
+
+void exportPlan(const DecodePlan &plan, const BundleDesc &variant,
+                pa_plan &out) {
+  std::memset(&out, 0, sizeof(out));
+  std::snprintf(out.variant, sizeof(out.variant), "%s", variant.name.c_str());
+  out.one_pass = plan.onePass ? 1 : 0;
+  out.partition_tokens = plan.partitionTokens;
+  out.num_partitions = plan.numPartitions;
+  for (int d = 0; d < 3; ++d) {
+    out.grid[d] = plan.grid[d];
+    out.block[d] = plan.block[d];
+    out.reduce_grid[d] = plan.reduceGrid[d];
+    out.reduce_block[d] = plan.reduceBlock[d];
+  }
+}
+
+} // namespace pa

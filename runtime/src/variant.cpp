@@ -1,0 +1,93 @@
+//===- variant.cpp - which loaded bundle serves a call --------------------===//
+//
+// A bundle is specialised on dtype, head size, block size and a GQA tile
+// (heads_per_program query heads per program). The call's key must match the
+// first four exactly; the tile is chosen so that one program covers a whole
+// KV head's group when some tile can (K/V read once per KV head), else the
+// largest tile (fewest re-reads). Bundles for a chip newer than the device
+// are refused when loaded.
+//
+//===----------------------------------------------------------------------===//
+
+#include "internal.h"
+
+namespace pa {
+
+bool parseChip(const std::string &text, int &version, bool &archSpecific) {
+  if (text.size() < 5 || text.compare(0, 3, "sm_") != 0)
+    return false;
+  size_t i = 3;
+  int value = 0;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9' && i < 6)
+    value = value * 10 + (text[i++] - '0');
+  if (i - 3 < 2 || value < 10)
+    return false;
+  bool specific = false;
+  if (i < text.size() && text[i] == 'a') {
+    specific = true;
+    ++i;
+  }
+  if (i != text.size())
+    return false;
+  version = value;
+  archSpecific = specific;
+  return true;
+}
+
+pa_status checkChip(const BundleDesc &desc, const DeviceInfo &device) {
+  int major = device.smVersion / 10, minor = device.smVersion % 10;
+  if (desc.chipArchSpecific && desc.chipVersion != device.smVersion)
+    return makeStatus(PA_ERROR_BUNDLE,
+                      "bundle '%s' (%s) is compiled for %s, which runs only "
+                      "on sm_%d; device %d is sm_%d (compute capability %d.%d)",
+                      desc.name.c_str(), desc.manifestPath.c_str(),
+                      desc.chip.c_str(), desc.chipVersion, device.ordinal,
+                      device.smVersion, major, minor);
+  if (desc.chipVersion > device.smVersion)
+    return makeStatus(PA_ERROR_BUNDLE,
+                      "bundle '%s' (%s) is compiled for %s, newer than device "
+                      "%d (sm_%d, compute capability %d.%d): use a bundle "
+                      "compiled for sm_%d or older",
+                      desc.name.c_str(), desc.manifestPath.c_str(),
+                      desc.chip.c_str(), device.ordinal, device.smVersion,
+                      major, minor, device.smVersion);
+  return okStatus();
+}
+
+/// True when `a` is a better tile than `b` for `group`: a tile covering the
+/// group beats one that does not; among covering tiles the smallest wins
+/// (fewest masked heads), among the others the largest (fewest K/V reloads).
+static bool betterTile(int a, int b, int group) {
+  bool aCovers = a >= group, bCovers = b >= group;
+  if (aCovers != bCovers)
+    return aCovers;
+  return aCovers ? a < b : a > b;
+}
+
+int selectVariant(const std::vector<BundleDesc> &descs,
+                  const DeviceInfo &device, const VariantKey &key) {
+  int best = -1;
+  for (size_t i = 0; i < descs.size(); ++i) {
+    const BundleDesc &d = descs[i];
+    if (d.dtype != key.dtype || d.cacheDtype != key.dtype ||
+        d.tmpDtype != key.tmpDtype || d.headSize != key.headSize ||
+        d.blockSize != key.blockSize)
+      continue;
+    if (!isOk(checkChip(d, device)))
+      continue;
+    if (best < 0) {
+      best = int(i);
+      continue;
+    }
+    const BundleDesc &b = descs[best];
+    if (d.headsPerProgram != b.headsPerProgram) {
+      if (betterTile(d.headsPerProgram, b.headsPerProgram, key.groupSize))
+        best = int(i);
+    } else if (d.chipVersion > b.chipVersion) {
+      best = int(i);
+    }
+  }
+  return best;
+}
+
+} // namespace pa

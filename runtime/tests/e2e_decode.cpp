@@ -1,0 +1,800 @@
+//===- e2e_decode.cpp - end-to-end GPU test of the decode kernels ---------===//
+//
+// Loads a kernel library (pa-opt's bundles) through the runtime and checks
+// pa_decode_v2 against a float64 CPU reference over a randomized matrix:
+// dtypes f16/bf16/f32, head sizes 64..256, block sizes 8/16/32, MHA, GQA
+// groups 2..16 and MQA, ragged lengths (1, non-multiples of the block), long
+// contexts (--long), shuffled block tables, adaptive and fixed-grid modes.
+// A covering subset is sampled (every value of every dimension appears), plus
+// every group size for each (dtype, head, block) the library serves.
+//
+// Links only the runtime and libdl: memory is managed through the driver,
+// dlopen()ed here as the runtime does, so a successful link proves the
+// runtime needs no libcuda at link time.
+//
+// Usage: e2e_decode --library DIR [--quick] [--seed N] [--long] [--case ID]
+// Exit status: 0 all ran cases passed, 1 a case failed, 2 usage or setup
+// error, 3 no case ran (the library serves none).
+//
+//===----------------------------------------------------------------------===//
+
+#include "pa_runtime/pa_runtime.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// The driver, for memory and streams (dlopen, like the runtime)
+//===----------------------------------------------------------------------===//
+
+#define E2E_DRIVER_FUNCTIONS(X)                                                \
+  X(cuInit)                                                                    \
+  X(cuGetErrorName)                                                            \
+  X(cuDeviceGet)                                                               \
+  X(cuDeviceGetName)                                                           \
+  X(cuDevicePrimaryCtxRetain)                                                  \
+  X(cuDevicePrimaryCtxRelease)                                                 \
+  X(cuCtxPushCurrent)                                                          \
+  X(cuCtxPopCurrent)                                                           \
+  X(cuMemAlloc)                                                                \
+  X(cuMemFree)                                                                 \
+  X(cuMemcpyHtoD)                                                              \
+  X(cuMemcpyDtoH)                                                              \
+  X(cuStreamCreate)                                                            \
+  X(cuStreamDestroy)                                                           \
+  X(cuStreamSynchronize)
+
+#define E2E_STR_EXPANDED(name) E2E_STR(name)
+#define E2E_STR(name) #name
+
+struct Driver {
+  void *library = nullptr;
+#define E2E_MEMBER(name) decltype(&::name) name = nullptr;
+  E2E_DRIVER_FUNCTIONS(E2E_MEMBER)
+#undef E2E_MEMBER
+
+  bool load() {
+    library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+      std::fprintf(stderr, "error: CUDA driver (libcuda.so.1) not found: %s\n",
+                   dlerror());
+      return false;
+    }
+#define E2E_RESOLVE(name)                                                      \
+  name = reinterpret_cast<decltype(name)>(                                     \
+      dlsym(library, E2E_STR_EXPANDED(name)));                                 \
+  if (!name) {                                                                 \
+    std::fprintf(stderr, "error: the driver lacks %s\n",                       \
+                 E2E_STR_EXPANDED(name));                                      \
+    return false;                                                              \
+  }
+    E2E_DRIVER_FUNCTIONS(E2E_RESOLVE)
+#undef E2E_RESOLVE
+    return true;
+  }
+
+  std::string name(CUresult r) const {
+    const char *n = nullptr;
+    if (cuGetErrorName && cuGetErrorName(r, &n) == CUDA_SUCCESS && n)
+      return n;
+    return "CUresult " + std::to_string(int(r));
+  }
+};
+
+Driver driver;
+
+/// A device allocation freed at scope exit.
+struct DeviceBuffer {
+  CUdeviceptr ptr = 0;
+  size_t bytes = 0;
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  ~DeviceBuffer() {
+    if (ptr)
+      driver.cuMemFree(ptr);
+  }
+  CUresult alloc(size_t n) {
+    bytes = n;
+    return driver.cuMemAlloc(&ptr, std::max<size_t>(n, 4));
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Numbers: RNG, f16 and bf16 rounding
+//===----------------------------------------------------------------------===//
+
+struct Rng {
+  uint64_t state;
+  explicit Rng(uint64_t seed) : state(seed) {}
+  uint64_t next() { // splitmix64
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [lo, hi].
+  int range(int lo, int hi) { return lo + int(next() % uint64_t(hi - lo + 1)); }
+  /// Uniform in [-1, 1).
+  float symmetric() { return float((next() >> 40) * (1.0 / 8388608.0) - 1.0); }
+};
+
+uint32_t floatBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float bitsFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+/// float -> IEEE half, round to nearest even.
+uint16_t toHalf(float f) {
+  uint32_t x = floatBits(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u)
+    return uint16_t(sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u));
+  if (abs >= 0x477ff000u) // rounds to >= 65520: infinity
+    return uint16_t(sign | 0x7c00u);
+  if (abs < 0x38800000u) { // below 2^-14: subnormal half, exact scaling
+    float scaled = bitsFloat(abs) * 16777216.0f;
+    return uint16_t(sign | uint32_t(std::nearbyint(scaled)));
+  }
+  uint32_t mant = abs & 0x7fffffu;
+  uint32_t h = ((((abs >> 23) - 127 + 15) << 10) | (mant >> 13));
+  uint32_t rest = mant & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1)))
+    ++h;
+  return uint16_t(sign | h);
+}
+
+float fromHalf(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  int exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ffu;
+  float v;
+  if (exp == 0)
+    v = std::ldexp(float(mant), -24);
+  else if (exp == 31)
+    v = mant ? NAN : INFINITY;
+  else
+    v = std::ldexp(float(1024 + mant), exp - 25);
+  return bitsFloat(floatBits(v) | sign);
+}
+
+/// float -> bfloat16, round to nearest even (inputs are finite).
+uint16_t toBf16(float f) {
+  uint32_t u = floatBits(f);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+float fromBf16(uint16_t b) { return bitsFloat(uint32_t(b) << 16); }
+
+const char *dtypeName(pa_dtype d) {
+  return d == PA_F16 ? "f16" : d == PA_BF16 ? "bf16" : "f32";
+}
+int dtypeBytes(pa_dtype d) { return d == PA_F32 ? 4 : 2; }
+
+/// ||out - ref|| / ||ref|| bound per dtype (inputs rounded to the dtype, so
+/// this measures the kernel's arithmetic and output rounding only).
+double errorBound(pa_dtype d) {
+  return d == PA_BF16 ? 1e-2 : d == PA_F16 ? 5e-3 : 1e-4;
+}
+
+/// Host tensor in the device's element type, with the exact values the
+/// device sees available as floats.
+struct HostTensor {
+  pa_dtype dtype = PA_F32;
+  std::vector<uint16_t> half; // f16 / bf16 storage
+  std::vector<float> full;    // f32 storage
+  size_t size() const { return dtype == PA_F32 ? full.size() : half.size(); }
+  void resize(pa_dtype d, size_t n) {
+    dtype = d;
+    if (d == PA_F32)
+      full.assign(n, 0.0f);
+    else
+      half.assign(n, 0);
+  }
+  void set(size_t i, float v) {
+    if (dtype == PA_F32)
+      full[i] = v;
+    else
+      half[i] = dtype == PA_F16 ? toHalf(v) : toBf16(v);
+  }
+  void setNaN() {
+    if (dtype == PA_F32)
+      std::fill(full.begin(), full.end(), NAN);
+    else
+      std::fill(half.begin(), half.end(),
+                uint16_t(dtype == PA_F16 ? 0x7e00u : 0x7fc0u));
+  }
+  float get(size_t i) const {
+    if (dtype == PA_F32)
+      return full[i];
+    return dtype == PA_F16 ? fromHalf(half[i]) : fromBf16(half[i]);
+  }
+  const void *data() const {
+    return dtype == PA_F32 ? static_cast<const void *>(full.data())
+                           : static_cast<const void *>(half.data());
+  }
+  void *data() {
+    return dtype == PA_F32 ? static_cast<void *>(full.data())
+                           : static_cast<void *>(half.data());
+  }
+  size_t bytes() const { return size() * dtypeBytes(dtype); }
+};
+
+//===----------------------------------------------------------------------===//
+// The case matrix
+//===----------------------------------------------------------------------===//
+
+const pa_dtype kDtypes[] = {PA_F16, PA_BF16, PA_F32};
+const int kHeadSizes[] = {64, 80, 96, 112, 128, 192, 256};
+const int kBlockSizes[] = {8, 16, 32};
+struct HeadShape {
+  const char *label;
+  int numHeads, numKvHeads;
+};
+const HeadShape kHeadShapes[] = {
+    {"MHA", 4, 4},    {"GQA2", 8, 4},   {"GQA4", 16, 4},
+    {"GQA6", 12, 2},  {"GQA7", 14, 2},  {"GQA8", 16, 2},
+    {"GQA16", 32, 2}, {"MQA32", 32, 1}, {"MQA64", 64, 1}};
+constexpr int kNumShapes = sizeof(kHeadShapes) / sizeof(kHeadShapes[0]);
+enum Profile { kShort, kRagged, kLong };
+const char *const kProfileNames[] = {"short", "ragged", "long"};
+
+struct Case {
+  int id = 0;
+  pa_dtype dtype = PA_F16;
+  int headSize = 128, blockSize = 16, shape = 0;
+  bool fixedGrid = false;
+  Profile profile = kRagged;
+  uint64_t seed = 0;
+};
+
+/// Every value of every dimension appears: dtype x head size (x block size
+/// in the full run) is a full product, the other dimensions cycle with
+/// strides coprime to their lengths.
+std::vector<Case> coveringCases(bool quick, bool withLong, uint64_t seed) {
+  std::vector<Case> cases;
+  int n = quick ? 21 : 63;
+  for (int i = 0; i < n; ++i) {
+    Case c;
+    c.dtype = kDtypes[i % 3];
+    c.headSize = kHeadSizes[(i / 3) % 7];
+    c.blockSize = kBlockSizes[quick ? (i + i / 3) % 3 : (i / 21) % 3];
+    c.shape = (i * 5 + 1) % kNumShapes;
+    c.fixedGrid = (i + i / 7) % 2 == 1;
+    c.profile = i % 4 == 0 ? kShort : kRagged;
+    cases.push_back(c);
+  }
+  if (withLong) {
+    for (int i = 0; i < 6; ++i) {
+      Case c;
+      c.dtype = kDtypes[i % 3];
+      c.headSize = kHeadSizes[(2 * i + 4) % 7];
+      c.blockSize = kBlockSizes[i % 3];
+      c.shape = (3 * i + 5) % kNumShapes;
+      c.fixedGrid = i >= 3;
+      c.profile = kLong;
+      cases.push_back(c);
+    }
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    cases[i].id = int(i);
+    cases[i].seed = seed * 1000003ull + i;
+  }
+  return cases;
+}
+
+//===----------------------------------------------------------------------===//
+// One case
+//===----------------------------------------------------------------------===//
+
+struct Result {
+  enum Kind { Pass, Fail, Skip } kind = Skip;
+  double relErr = 0;
+};
+
+struct Inputs {
+  int numSeqs = 0, numHeads = 0, numKvHeads = 0, headSize = 0, blockSize = 0;
+  int numBlocks = 0, maxBlocksPerSeq = 0, maxNumPartitions = 0;
+  int x = 0;
+  std::vector<int32_t> seqLens, blockTables;
+  HostTensor query, keyCache, valueCache;
+  float scale = 0;
+};
+
+std::vector<int> makeLengths(const Case &c, Rng &rng) {
+  std::vector<int> lens;
+  int maxLen = c.profile == kShort ? 300 : c.profile == kRagged ? 3000 : 40000;
+  int minLen = c.profile == kLong ? 32768 : 1;
+  int seqs = c.profile == kShort    ? rng.range(1, 4)
+             : c.profile == kRagged ? rng.range(2, 6)
+                                    : 2;
+  for (int s = 0; s < seqs; ++s)
+    lens.push_back(rng.range(minLen, maxLen));
+  if (c.profile != kLong && c.id % 2 == 0)
+    lens[0] = 1; // the shortest context
+  // At least one length that is not a multiple of the block size.
+  int &last = lens.back();
+  if (last % c.blockSize == 0)
+    last = last > 1 ? last - 1 : last + 1;
+  if (c.profile == kLong)
+    last = std::max(last, 32768 + 2 * c.blockSize + 3);
+  return lens;
+}
+
+Inputs makeInputs(const Case &c, Rng &rng) {
+  Inputs in;
+  const HeadShape &shape = kHeadShapes[c.shape];
+  in.numHeads = shape.numHeads;
+  in.numKvHeads = shape.numKvHeads;
+  in.headSize = c.headSize;
+  in.blockSize = c.blockSize;
+  in.x = 16 / dtypeBytes(c.dtype);
+  in.seqLens = makeLengths(c, rng);
+  in.numSeqs = int(in.seqLens.size());
+  int maxLen = *std::max_element(in.seqLens.begin(), in.seqLens.end());
+  // Some slack in the table, as a serving engine allocates ahead.
+  in.maxBlocksPerSeq =
+      (maxLen + c.blockSize - 1) / c.blockSize + rng.range(0, 3);
+  in.maxNumPartitions = (in.maxBlocksPerSeq * c.blockSize + 511) / 512;
+  int used = 0;
+  for (int len : in.seqLens)
+    used += (len + c.blockSize - 1) / c.blockSize;
+  in.numBlocks = used + rng.range(1, used / 4 + 2);
+
+  // Physical blocks: a random permutation, so neighbours in a sequence are
+  // scattered through the cache.
+  std::vector<int32_t> physical(in.numBlocks);
+  for (int i = 0; i < in.numBlocks; ++i)
+    physical[i] = i;
+  for (int i = in.numBlocks - 1; i > 0; --i)
+    std::swap(physical[i], physical[rng.range(0, i)]);
+  in.blockTables.assign(size_t(in.numSeqs) * in.maxBlocksPerSeq, 0);
+  int next = 0;
+  for (int s = 0; s < in.numSeqs; ++s) {
+    int blocks = (in.seqLens[s] + c.blockSize - 1) / c.blockSize;
+    for (int b = 0; b < in.maxBlocksPerSeq; ++b)
+      in.blockTables[size_t(s) * in.maxBlocksPerSeq + b] =
+          b < blocks ? physical[next++] : rng.range(0, in.numBlocks - 1);
+  }
+
+  size_t q = size_t(in.numSeqs) * in.numHeads * in.headSize;
+  size_t kv = size_t(in.numBlocks) * in.numKvHeads * in.headSize * in.blockSize;
+  in.query.resize(c.dtype, q);
+  in.keyCache.resize(c.dtype, kv);
+  in.valueCache.resize(c.dtype, kv);
+  for (size_t i = 0; i < q; ++i)
+    in.query.set(i, rng.symmetric());
+  for (size_t i = 0; i < kv; ++i)
+    in.keyCache.set(i, rng.symmetric());
+  for (size_t i = 0; i < kv; ++i)
+    in.valueCache.set(i, rng.symmetric());
+  in.scale = float(1.0 / std::sqrt(double(in.headSize)));
+  return in;
+}
+
+/// float64 attention over the rounded inputs, [seq][head][dim].
+std::vector<double> reference(const Inputs &in) {
+  const int D = in.headSize, B = in.blockSize, x = in.x;
+  const int group = in.numHeads / in.numKvHeads;
+  std::vector<double> out(size_t(in.numSeqs) * in.numHeads * D, 0.0);
+  std::vector<double> qd(size_t(group) * D), krow(D), logits, acc(D);
+  for (int s = 0; s < in.numSeqs; ++s) {
+    int len = in.seqLens[s];
+    for (int kvh = 0; kvh < in.numKvHeads; ++kvh) {
+      for (int g = 0; g < group; ++g)
+        for (int d = 0; d < D; ++d)
+          qd[size_t(g) * D + d] =
+              in.query.get((size_t(s) * in.numHeads + kvh * group + g) * D + d);
+      logits.assign(size_t(group) * len, 0.0);
+      for (int t = 0; t < len; ++t) {
+        size_t block =
+            size_t(in.blockTables[size_t(s) * in.maxBlocksPerSeq + t / B]);
+        size_t base = (block * in.numKvHeads + kvh) * size_t(D / x);
+        for (int d = 0; d < D; ++d)
+          krow[d] = in.keyCache.get(((base + d / x) * B + t % B) * x + d % x);
+        for (int g = 0; g < group; ++g) {
+          double dot = 0;
+          for (int d = 0; d < D; ++d)
+            dot += qd[size_t(g) * D + d] * krow[d];
+          logits[size_t(g) * len + t] = dot * double(in.scale);
+        }
+      }
+      for (int g = 0; g < group; ++g) {
+        double *l = &logits[size_t(g) * len];
+        double m = *std::max_element(l, l + len), sum = 0;
+        for (int t = 0; t < len; ++t)
+          sum += (l[t] = std::exp(l[t] - m));
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int t = 0; t < len; ++t) {
+          size_t block =
+              size_t(in.blockTables[size_t(s) * in.maxBlocksPerSeq + t / B]);
+          size_t base = (block * in.numKvHeads + kvh) * size_t(D);
+          for (int d = 0; d < D; ++d)
+            acc[d] += l[t] * in.valueCache.get((base + d) * B + t % B);
+        }
+        double *o = &out[(size_t(s) * in.numHeads + kvh * group + g) * D];
+        for (int d = 0; d < D; ++d)
+          o[d] = acc[d] / sum;
+      }
+    }
+  }
+  return out;
+}
+
+#define E2E_CHECK_CU(expr, what)                                               \
+  do {                                                                         \
+    CUresult r_ = (expr);                                                      \
+    if (r_ != CUDA_SUCCESS) {                                                  \
+      why = std::string(what) + ": " + driver.name(r_);                        \
+      return Result{Result::Fail, 0};                                          \
+    }                                                                          \
+  } while (0)
+
+pa_decode_args baseArgs(const Case &c, const Inputs &in) {
+  pa_decode_args a;
+  std::memset(&a, 0, sizeof(a));
+  a.dtype = c.dtype;
+  a.tmp_dtype = PA_F32;
+  a.num_seqs = in.numSeqs;
+  a.num_heads = in.numHeads;
+  a.num_kv_heads = in.numKvHeads;
+  a.head_size = in.headSize;
+  a.block_size = in.blockSize;
+  a.num_blocks = in.numBlocks;
+  a.max_blocks_per_seq = in.maxBlocksPerSeq;
+  a.max_num_partitions = in.maxNumPartitions;
+  a.partition_size = 512;
+  a.max_seq_len =
+      c.fixedGrid ? 0 : *std::max_element(in.seqLens.begin(), in.seqLens.end());
+  a.scale = in.scale;
+  return a;
+}
+
+Result runCase(pa_context *ctx, CUstream stream, const Case &c,
+               std::string &why, std::string &detail) {
+  Rng rng(c.seed);
+  Inputs in = makeInputs(c, rng);
+  pa_decode_args args = baseArgs(c, in);
+
+  pa_plan plan;
+  pa_status st = pa_plan_decode_v2(ctx, &args, &plan);
+  if (st.code == PA_ERROR_UNSUPPORTED) {
+    why = "no variant loaded";
+    return Result{Result::Skip, 0};
+  }
+  if (st.code != PA_OK) {
+    why = std::string("pa_plan_decode_v2: ") + st.message;
+    return Result{Result::Fail, 0};
+  }
+  int maxLen = *std::max_element(in.seqLens.begin(), in.seqLens.end());
+  char buf[512];
+  std::snprintf(
+      buf, sizeof(buf), "seqs %d max_len %d len[0] %d | %s parts %dx%d%s | %s",
+      in.numSeqs, maxLen, in.seqLens[0], c.fixedGrid ? "fixed" : "adaptive",
+      plan.num_partitions, plan.partition_tokens,
+      plan.one_pass ? " one-pass" : "", plan.variant);
+  detail = buf;
+
+  // Device buffers; output and workspace poisoned with NaN so that an
+  // element the kernels fail to write fails the check.
+  size_t rows = size_t(in.numSeqs) * in.numHeads;
+  size_t partRows = rows * in.maxNumPartitions;
+  HostTensor output, tmp;
+  output.resize(c.dtype, rows * in.headSize);
+  output.setNaN();
+  tmp.resize(PA_F32, partRows * in.headSize);
+  tmp.setNaN();
+  std::vector<float> stats(partRows, NAN);
+
+  DeviceBuffer dq, dk, dv, dbt, dlens, dout, des, dml, dtmp;
+  E2E_CHECK_CU(dq.alloc(in.query.bytes()), "cuMemAlloc(query)");
+  E2E_CHECK_CU(dk.alloc(in.keyCache.bytes()), "cuMemAlloc(key_cache)");
+  E2E_CHECK_CU(dv.alloc(in.valueCache.bytes()), "cuMemAlloc(value_cache)");
+  E2E_CHECK_CU(dbt.alloc(in.blockTables.size() * 4),
+               "cuMemAlloc(block_tables)");
+  E2E_CHECK_CU(dlens.alloc(in.seqLens.size() * 4), "cuMemAlloc(seq_lens)");
+  E2E_CHECK_CU(dout.alloc(output.bytes()), "cuMemAlloc(output)");
+  E2E_CHECK_CU(des.alloc(partRows * 4), "cuMemAlloc(exp_sums)");
+  E2E_CHECK_CU(dml.alloc(partRows * 4), "cuMemAlloc(max_logits)");
+  E2E_CHECK_CU(dtmp.alloc(tmp.bytes()), "cuMemAlloc(tmp_output)");
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(dq.ptr, in.query.data(), dq.bytes), "copy");
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(dk.ptr, in.keyCache.data(), dk.bytes),
+               "copy");
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(dv.ptr, in.valueCache.data(), dv.bytes),
+               "copy");
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(dbt.ptr, in.blockTables.data(), dbt.bytes),
+               "copy");
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(dlens.ptr, in.seqLens.data(), dlens.bytes),
+               "copy");
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(dout.ptr, output.data(), dout.bytes),
+               "copy");
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(des.ptr, stats.data(), des.bytes), "copy");
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(dml.ptr, stats.data(), dml.bytes), "copy");
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(dtmp.ptr, tmp.data(), dtmp.bytes), "copy");
+
+  args.query = dq.ptr;
+  args.key_cache = dk.ptr;
+  args.value_cache = dv.ptr;
+  args.block_tables = dbt.ptr;
+  args.seq_lens = dlens.ptr;
+  args.output = dout.ptr;
+  args.exp_sums = des.ptr;
+  args.max_logits = dml.ptr;
+  args.tmp_output = dtmp.ptr;
+
+  st = pa_decode_v2(ctx, &args, stream);
+  if (st.code != PA_OK) {
+    why = std::string("pa_decode_v2: ") + st.message;
+    return Result{Result::Fail, 0};
+  }
+  E2E_CHECK_CU(driver.cuStreamSynchronize(stream), "kernel execution");
+  E2E_CHECK_CU(driver.cuMemcpyDtoH(output.data(), dout.ptr, dout.bytes),
+               "copy back");
+
+  std::vector<double> ref = reference(in);
+  double num = 0, den = 0;
+  size_t nans = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double o = output.get(i);
+    if (std::isnan(o)) {
+      ++nans;
+      continue;
+    }
+    num += (o - ref[i]) * (o - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  if (nans) {
+    why = std::to_string(nans) + " of " + std::to_string(ref.size()) +
+          " output elements are NaN";
+    return Result{Result::Fail, rel};
+  }
+  if (!(rel <= errorBound(c.dtype))) {
+    char msg[128];
+    std::snprintf(msg, sizeof(msg), "rel err %.3e exceeds %.0e", rel,
+                  errorBound(c.dtype));
+    why = msg;
+    return Result{Result::Fail, rel};
+  }
+  return Result{Result::Pass, rel};
+}
+
+//===----------------------------------------------------------------------===//
+// Driver program
+//===----------------------------------------------------------------------===//
+
+/// (dtype, head size, block size) keys the library serves (tmp f32).
+std::vector<Case> servedKeys(pa_context *ctx) {
+  std::vector<Case> keys;
+  for (pa_dtype d : kDtypes)
+    for (int h : kHeadSizes)
+      for (int b : kBlockSizes) {
+        pa_decode_args a;
+        std::memset(&a, 0, sizeof(a));
+        a.dtype = d;
+        a.tmp_dtype = PA_F32;
+        a.num_seqs = a.num_heads = a.num_kv_heads = 1;
+        a.head_size = h;
+        a.block_size = b;
+        a.num_blocks = a.max_blocks_per_seq = a.max_num_partitions = 1;
+        a.partition_size = 512;
+        a.max_seq_len = 1;
+        a.scale = 1;
+        pa_plan plan;
+        if (pa_plan_decode_v2(ctx, &a, &plan).code == PA_OK) {
+          Case c;
+          c.dtype = d;
+          c.headSize = h;
+          c.blockSize = b;
+          keys.push_back(c);
+        }
+      }
+  return keys;
+}
+
+void usage() {
+  std::fprintf(stderr, "usage: e2e_decode --library DIR [--quick] [--seed N] "
+                       "[--long] [--case ID]\n");
+}
+
+struct Tally {
+  int pass = 0, fail = 0, skip = 0;
+  double maxErr = 0;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string library;
+  bool quick = false, withLong = false;
+  uint64_t seed = 1;
+  int only = -1;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--library" && i + 1 < argc)
+      library = argv[++i];
+    else if (a == "--quick")
+      quick = true;
+    else if (a == "--long")
+      withLong = true;
+    else if (a == "--seed" && i + 1 < argc)
+      seed = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--case" && i + 1 < argc)
+      only = std::atoi(argv[++i]);
+    else {
+      usage();
+      return 2;
+    }
+  }
+  if (library.empty()) {
+    usage();
+    return 2;
+  }
+  auto start = std::chrono::steady_clock::now();
+
+  if (!driver.load())
+    return 2;
+  CUresult r = driver.cuInit(0);
+  CUdevice device;
+  CUcontext primary = nullptr;
+  if (r == CUDA_SUCCESS)
+    r = driver.cuDeviceGet(&device, 0);
+  if (r == CUDA_SUCCESS)
+    r = driver.cuDevicePrimaryCtxRetain(&primary, device);
+  if (r == CUDA_SUCCESS)
+    r = driver.cuCtxPushCurrent(primary);
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "error: no usable CUDA device 0: %s\n",
+                 driver.name(r).c_str());
+    return 2;
+  }
+  char deviceName[256] = "";
+  driver.cuDeviceGetName(deviceName, sizeof(deviceName), device);
+
+  pa_context *ctx = nullptr;
+  pa_status st = pa_context_create(0, &ctx);
+  if (st.code != PA_OK) {
+    std::fprintf(stderr, "error: pa_context_create: %s\n", st.message);
+    return 2;
+  }
+  st = pa_context_load_library(ctx, library.c_str());
+  if (st.code != PA_OK) {
+    std::fprintf(stderr, "error: pa_context_load_library: %s\n", st.message);
+    pa_context_destroy(ctx);
+    return 2;
+  }
+  std::printf("device 0: %s\n%s; %zu variants\n", deviceName, st.message,
+              pa_context_num_variants(ctx));
+  std::printf(
+      "error bound ||out-ref||/||ref|| (float64 reference on the "
+      "rounded inputs): f16 5e-3, bf16 1e-2, f32 1e-4; any NaN fails\n");
+  std::printf("seed %llu%s%s\n", static_cast<unsigned long long>(seed),
+              quick ? " quick" : "", withLong ? " long" : "");
+
+  std::vector<Case> cases = coveringCases(quick, withLong, seed);
+  // Every group size and both modes for each key the library serves, so a
+  // sparse library is still exercised across GQA shapes.
+  std::vector<Case> keys = servedKeys(ctx);
+  for (size_t k = 0; k < keys.size(); ++k) {
+    int shapes = quick ? 3 : kNumShapes;
+    for (int j = 0; j < shapes; ++j) {
+      Case c = keys[k];
+      c.shape = quick ? (int(k) + 4 * j) % kNumShapes : j;
+      c.fixedGrid = (j + int(k)) % 2 == 1;
+      c.profile = j % 3 == 0 ? kShort : kRagged;
+      c.id = int(cases.size());
+      c.seed = seed * 1000003ull + uint64_t(c.id);
+      cases.push_back(c);
+    }
+  }
+  std::printf("%zu cases (%zu keys served)\n", cases.size(), keys.size());
+
+  CUstream stream = nullptr;
+  r = driver.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING);
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "error: cuStreamCreate: %s\n", driver.name(r).c_str());
+    return 2;
+  }
+
+  Tally total;
+  std::map<std::string, Tally> table;
+  std::set<std::string> ranDtype, ranHead, ranBlock, ranShape, ranMode,
+      ranProfile;
+  for (const Case &c : cases) {
+    if (only >= 0 && c.id != only)
+      continue;
+    std::string why, detail;
+    Result res = runCase(ctx, stream, c, why, detail);
+    const HeadShape &shape = kHeadShapes[c.shape];
+    char label[160];
+    std::snprintf(
+        label, sizeof(label),
+        "case %3d seed %llu: %-4s d%-3d b%-2d %-5s %2d/%-2d %-6s %-8s", c.id,
+        static_cast<unsigned long long>(c.seed), dtypeName(c.dtype), c.headSize,
+        c.blockSize, shape.label, shape.numHeads, shape.numKvHeads,
+        kProfileNames[c.profile], c.fixedGrid ? "fixed" : "adaptive");
+    char key[64];
+    std::snprintf(key, sizeof(key), "%-4s d%-3d b%-2d", dtypeName(c.dtype),
+                  c.headSize, c.blockSize);
+    Tally &row = table[key];
+    if (res.kind == Result::Skip) {
+      ++total.skip;
+      ++row.skip;
+      std::printf("SKIP %s: %s\n", label, why.c_str());
+    } else if (res.kind == Result::Pass) {
+      ++total.pass;
+      ++row.pass;
+      row.maxErr = std::max(row.maxErr, res.relErr);
+      total.maxErr = std::max(total.maxErr, res.relErr);
+      std::printf("PASS %s rel_err %.2e | %s\n", label, res.relErr,
+                  detail.c_str());
+      ranDtype.insert(dtypeName(c.dtype));
+      ranHead.insert(std::to_string(c.headSize));
+      ranBlock.insert(std::to_string(c.blockSize));
+      ranShape.insert(shape.label);
+      ranMode.insert(c.fixedGrid ? "fixed" : "adaptive");
+      ranProfile.insert(kProfileNames[c.profile]);
+    } else {
+      ++total.fail;
+      ++row.fail;
+      row.maxErr = std::max(row.maxErr, res.relErr);
+      std::printf("FAIL %s: %s | %s\n", label, why.c_str(), detail.c_str());
+      if (why.rfind("kernel execution", 0) == 0) {
+        // A fault poisons the CUDA context: later cases cannot run.
+        std::printf("stopping: the CUDA context is unusable after a fault\n");
+        break;
+      }
+    }
+    std::fflush(stdout);
+  }
+
+  std::printf("\n%-16s %5s %5s %5s %10s\n", "variant key", "pass", "fail",
+              "skip", "max err");
+  for (const auto &[key, row] : table)
+    std::printf("%-16s %5d %5d %5d %10.2e\n", key.c_str(), row.pass, row.fail,
+                row.skip, row.maxErr);
+  auto list = [](const std::set<std::string> &s) {
+    std::string out;
+    for (const std::string &v : s)
+      out += (out.empty() ? "" : " ") + v;
+    return out.empty() ? std::string("-") : out;
+  };
+  std::printf("\nran: dtypes [%s] head sizes [%s] block sizes [%s]\n"
+              "     heads [%s] modes [%s] lengths [%s]\n",
+              list(ranDtype).c_str(), list(ranHead).c_str(),
+              list(ranBlock).c_str(), list(ranShape).c_str(),
+              list(ranMode).c_str(), list(ranProfile).c_str());
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  std::printf("%d passed, %d failed, %d skipped (max rel err %.2e, %.1f s)\n",
+              total.pass, total.fail, total.skip, total.maxErr, seconds);
+
+  driver.cuStreamDestroy(stream);
+  pa_context_destroy(ctx);
+  CUcontext popped;
+  driver.cuCtxPopCurrent(&popped);
+  driver.cuDevicePrimaryCtxRelease(device);
+  if (total.fail)
+    return 1;
+  return total.pass ? 0 : 3;
+}

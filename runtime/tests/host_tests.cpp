@@ -1,0 +1,274 @@
+//===- host_tests.cpp - host-only tests of the paged_attn runtime ---------===//
+//
+// Runs without a GPU or a driver: manifest parsing (a valid bundle and one
+// broken copy per error), grid expressions, variant selection (exact keys,
+// GQA tiles), every argument check with its message, the partition rule in
+// adaptive and fixed-grid mode, the one-pass choice, parameter marshalling,
+// pa_workspace_bytes, and the public entries that fail before the driver.
+// The public entries run on host-only contexts (src/internal.h). The groups
+// live in host_tests_*.cpp; this file has the status, driver and loading
+// tests and main().
+//
+// Prints "PASS name" or "FAIL name: why" per case, then "N passed, M failed";
+// exits non-zero on any failure. lit runs it: test/Runtime/host-tests.test.
+//
+//===----------------------------------------------------------------------===//
+
+#include "host_test_support.h"
+
+#include <unistd.h>
+
+namespace pa_test {
+namespace {
+
+CUresult fakeErrorName(CUresult result, const char **name) {
+  *name = result == CUDA_ERROR_INVALID_PTX ? "CUDA_ERROR_INVALID_PTX" : nullptr;
+  return *name ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult fakeErrorString(CUresult, const char **text) {
+  *text = "a PTX JIT compilation failed";
+  return CUDA_SUCCESS;
+}
+CUresult failingCall() { return CUDA_ERROR_INVALID_PTX; }
+CUresult succeedingCall() { return CUDA_SUCCESS; }
+
+pa_status callThroughMacro(const DriverApi &api, bool fails) {
+  PA_CUDA_RETURN_IF_ERROR(api, fails ? failingCall() : succeedingCall(),
+                          "loading bundle '%s'", "k");
+  return makeStatus(PA_ERROR_IO, "reached the end");
+}
+
+void statusAndDriverTests() {
+  run("status_cuda_macro_names_the_error", [] {
+    DriverApi api;
+    api.cuGetErrorName = fakeErrorName;
+    api.cuGetErrorString = fakeErrorString;
+    pa_status st = callThroughMacro(api, true);
+    CHECK_EQ(int(st.code), int(PA_ERROR_CUDA));
+    CHECK_EQ(std::string(st.driver_error),
+             std::string("CUDA_ERROR_INVALID_PTX"));
+    CHECK_EQ(std::string(st.message),
+             std::string("loading bundle 'k': CUDA_ERROR_INVALID_PTX: a PTX "
+                         "JIT compilation failed"));
+    CHECK_STATUS(callThroughMacro(api, false), PA_ERROR_IO, "reached the end");
+    // A CUresult the driver cannot name still yields a name.
+    st = cudaStatus(api, CUresult(12345), "x");
+    CHECK_EQ(std::string(st.driver_error), std::string("CUresult 12345"));
+  });
+
+  run("status_ok_is_empty", [] {
+    pa_status st = okStatus();
+    CHECK_EQ(int(st.code), int(PA_OK));
+    CHECK_EQ(st.driver_error[0], '\0');
+    CHECK_EQ(st.message[0], '\0');
+    st = makeStatus(PA_ERROR_BUNDLE, "%s", std::string(5000, 'x').c_str());
+    CHECK_EQ(std::strlen(st.message), sizeof(st.message) - 1); // truncated
+  });
+
+  run("driver_missing_library", [] {
+    DriverApi api;
+    CHECK_STATUS(loadDriver(api, "libpa-no-such-driver.so.1"), PA_ERROR_CUDA,
+                 "CUDA driver (libpa-no-such-driver.so.1) not found");
+    CHECK(api.library == nullptr);
+    CHECK(api.cuLaunchKernel == nullptr);
+    CHECK_EQ(std::string(kDriverLibrary), std::string("libcuda.so.1"));
+  });
+
+  run("driver_library_without_entry_points", [] {
+    // libc is a loadable library that is not the driver.
+    DriverApi api;
+    CHECK_STATUS(loadDriver(api, "libc.so.6"), PA_ERROR_CUDA,
+                 "lacks the entry point cuInit");
+    CHECK(api.library == nullptr);
+  });
+
+  run("context_create_argument_checks", [] {
+    CHECK_STATUS(pa_context_create(0, nullptr), PA_ERROR_INVALID_ARGUMENT,
+                 "out is null");
+    pa_context *ctx = reinterpret_cast<pa_context *>(0x1);
+    CHECK_STATUS(pa_context_create(-1, &ctx), PA_ERROR_INVALID_ARGUMENT,
+                 "device_ordinal (-1) must be >= 0");
+    CHECK(ctx == nullptr);
+  });
+
+  run("context_create_on_this_machine", [] {
+    // Without a driver: the documented error. With one (a GPU machine): a
+    // context, or a driver error naming the CUresult.
+    pa_context *ctx = nullptr;
+    pa_status st = pa_context_create(0, &ctx);
+    if (st.code == PA_OK) {
+      CHECK(ctx != nullptr);
+      pa_context_destroy(ctx);
+      return;
+    }
+    CHECK(ctx == nullptr);
+    CHECK_EQ(int(st.code), int(PA_ERROR_CUDA));
+    bool noDriver =
+        std::strstr(st.message, "CUDA driver (libcuda.so.1) not found") !=
+        nullptr;
+    CHECK(noDriver || st.driver_error[0] != '\0');
+  });
+
+  run("context_entries_reject_null", [] {
+    CHECK_STATUS(pa_context_load_bundle(nullptr, "x.manifest"),
+                 PA_ERROR_INVALID_ARGUMENT, "ctx is null");
+    CHECK_STATUS(pa_context_load_library(nullptr, "."),
+                 PA_ERROR_INVALID_ARGUMENT, "ctx is null");
+    HostContext h(kH200, {});
+    CHECK_STATUS(pa_context_load_bundle(h.ctx, nullptr),
+                 PA_ERROR_INVALID_ARGUMENT, "manifest_path is null");
+    CHECK_STATUS(pa_context_load_library(h.ctx, nullptr),
+                 PA_ERROR_INVALID_ARGUMENT, "dir is null");
+    CHECK_EQ(pa_context_num_variants(nullptr), size_t(0));
+    pa_context_destroy(nullptr);
+  });
+}
+
+void loadingTests() {
+  run("load_bundle_host_context", [] {
+    std::string dir = makeDir("load");
+    std::string path = writeBundle(dir, Spec());
+    HostContext h(kH200, {});
+    CHECK_OK(pa_context_load_bundle(h.ctx, path.c_str()));
+    CHECK_EQ(pa_context_num_variants(h.ctx), size_t(1));
+    CHECK_STATUS(pa_context_load_bundle(h.ctx, path.c_str()), PA_ERROR_BUNDLE,
+                 "a bundle named 'f16_d128_b16_h4_sm70' is already loaded");
+    CHECK_EQ(pa_context_num_variants(h.ctx), size_t(1));
+    pa_decode_args a = validArgs();
+    pa_plan plan;
+    CHECK_OK(pa_plan_decode_v2(h.ctx, &a, &plan));
+  });
+
+  run("load_bundle_missing_ptx", [] {
+    std::string dir = makeDir("noptx");
+    std::string path = dir + "/k.manifest";
+    writeFile(path, join(manifestLines(Spec())));
+    HostContext h(kH200, {});
+    CHECK_STATUS(pa_context_load_bundle(h.ctx, path.c_str()), PA_ERROR_IO,
+                 "cannot open PTX");
+    CHECK_EQ(pa_context_num_variants(h.ctx), size_t(0));
+  });
+
+  run("load_bundle_ptx_target_mismatch", [] {
+    std::string dir = makeDir("mismatch");
+    Spec s;
+    std::string path = writeBundle(dir, s);
+    writeFile(dir + "/" + s.name + ".ptx", ptxFor("sm_80"));
+    HostContext h(kH200, {});
+    CHECK_STATUS(pa_context_load_bundle(h.ctx, path.c_str()), PA_ERROR_BUNDLE,
+                 "targets sm_80 but the manifest says chip sm_70");
+    writeFile(dir + "/" + s.name + ".ptx", "not ptx at all\n");
+    CHECK_STATUS(pa_context_load_bundle(h.ctx, path.c_str()), PA_ERROR_BUNDLE,
+                 "has no .target directive");
+  });
+
+  run("load_bundle_chip_newer_than_device", [] {
+    std::string dir = makeDir("new");
+    Spec s;
+    s.name = "f16_sm90";
+    s.chip = "sm_90";
+    std::string path = writeBundle(dir, s);
+    HostContext h(kV100, {});
+    CHECK_STATUS(pa_context_load_bundle(h.ctx, path.c_str()), PA_ERROR_BUNDLE,
+                 "bundle 'f16_sm90' (" + path +
+                     ") is compiled for sm_90, newer than device 0 (sm_70");
+  });
+
+  run("load_bundle_broken_manifest", [] {
+    std::string dir = makeDir("broken");
+    std::string path = dir + "/b.manifest";
+    writeFile(path, join(replaced(manifestLines(Spec()), "warps", "warps x")));
+    HostContext h(kH200, {});
+    CHECK_STATUS(pa_context_load_bundle(h.ctx, path.c_str()), PA_ERROR_BUNDLE,
+                 (path + ":11: bad number 'x' for warps").c_str());
+  });
+
+  run("load_library_skips_newer_chips", [] {
+    std::string dir = makeDir("lib");
+    Spec a, b, c;
+    a.name = "a_sm70";
+    b.name = "b_sm80";
+    b.chip = "sm_80";
+    b.tile = 8;
+    c.name = "c_sm90";
+    c.chip = "sm_90";
+    writeBundle(dir, a);
+    writeBundle(dir, b);
+    writeBundle(dir, c);
+    writeFile(dir + "/README.txt", "not a manifest\n");
+    HostContext h(DeviceInfo{0, 80, 108}, {});
+    pa_status st = pa_context_load_library(h.ctx, dir.c_str());
+    CHECK_OK(st);
+    CHECK_EQ(pa_context_num_variants(h.ctx), size_t(2));
+    CHECK(std::strstr(st.message, "loaded 2 bundle(s)") != nullptr);
+    CHECK(std::strstr(st.message, "skipped 1 compiled for chips newer than "
+                                  "sm_80: c_sm90.manifest") != nullptr);
+    CHECK_EQ(h.ctx->variants[0].name, std::string("a_sm70")); // sorted
+  });
+
+  run("load_library_all_or_nothing", [] {
+    std::string dir = makeDir("lib_broken");
+    Spec a;
+    a.name = "a_ok";
+    writeBundle(dir, a);
+    writeFile(dir + "/z_broken.manifest",
+              join(replaced(manifestLines(Spec()), "dtype", "dtype fp8")));
+    HostContext h(kH200, {});
+    CHECK_STATUS(pa_context_load_library(h.ctx, dir.c_str()), PA_ERROR_BUNDLE,
+                 "z_broken.manifest:5: unknown dtype 'fp8'");
+    CHECK_EQ(pa_context_num_variants(h.ctx), size_t(0));
+  });
+
+  run("load_library_errors", [] {
+    HostContext h(kV100, {});
+    CHECK_STATUS(pa_context_load_library(h.ctx, (tempRoot + "/nope").c_str()),
+                 PA_ERROR_IO, "cannot open kernel library folder");
+    std::string empty = makeDir("empty");
+    CHECK_STATUS(pa_context_load_library(h.ctx, empty.c_str()), PA_ERROR_BUNDLE,
+                 "no *.manifest in");
+    std::string dir = makeDir("lib_new");
+    Spec s;
+    s.chip = "sm_90";
+    writeBundle(dir, s);
+    CHECK_STATUS(pa_context_load_library(h.ctx, dir.c_str()), PA_ERROR_BUNDLE,
+                 "none of the 1 bundles");
+  });
+}
+
+void cleanup() {
+  for (auto it = createdFiles.rbegin(); it != createdFiles.rend(); ++it)
+    unlink(it->c_str());
+  for (auto it = createdDirs.rbegin(); it != createdDirs.rend(); ++it)
+    rmdir(it->c_str());
+  rmdir(tempRoot.c_str());
+}
+
+} // namespace
+} // namespace pa_test
+
+int main() {
+  using namespace pa_test;
+  const char *tmp = std::getenv("TMPDIR");
+  std::string pattern =
+      std::string(tmp && *tmp ? tmp : "/tmp") + "/pa_host_tests.XXXXXX";
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  if (!mkdtemp(buffer.data())) {
+    std::perror("mkdtemp");
+    return 2;
+  }
+  tempRoot = buffer.data();
+
+  manifestTests();
+  gridExprTests();
+  variantTests();
+  argumentTests();
+  planTests();
+  marshalTests();
+  statusAndDriverTests();
+  loadingTests();
+
+  cleanup();
+  std::printf("%d passed, %d failed\n", harness.passed, harness.failed);
+  return harness.failed ? 1 : 0;
+}

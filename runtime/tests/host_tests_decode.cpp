@@ -1,0 +1,517 @@
+//===- host_tests_decode.cpp - checks, planning, marshalling --------------===//
+//
+// Host tests of a decode call: every argument check with its message
+// (through pa_decode_v2 on a host-only context), the partition rule in
+// adaptive and fixed-grid mode, the one-pass choice, the grids, and the
+// packing of kernel parameters in manifest order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "host_test_support.h"
+
+#include <cmath>
+#include <limits>
+
+namespace pa_test {
+
+//===----------------------------------------------------------------------===//
+// Argument checks (through the public entries on a host-only context)
+//===----------------------------------------------------------------------===//
+
+void argumentTests() {
+  run("args_null_ctx_args_plan", [] {
+    HostContext h(kH200);
+    pa_decode_args a = validArgs();
+    pa_plan plan;
+    CHECK_STATUS(pa_decode_v2(nullptr, &a, nullptr), PA_ERROR_INVALID_ARGUMENT,
+                 "ctx is null");
+    CHECK_STATUS(pa_decode_v2(h.ctx, nullptr, nullptr),
+                 PA_ERROR_INVALID_ARGUMENT, "args is null");
+    CHECK_STATUS(pa_plan_decode_v2(nullptr, &a, &plan),
+                 PA_ERROR_INVALID_ARGUMENT, "ctx is null");
+    CHECK_STATUS(pa_plan_decode_v2(h.ctx, nullptr, &plan),
+                 PA_ERROR_INVALID_ARGUMENT, "args is null");
+    CHECK_STATUS(pa_plan_decode_v2(h.ctx, &a, nullptr),
+                 PA_ERROR_INVALID_ARGUMENT, "plan is null");
+  });
+
+  run("args_valid_call_reaches_launch", [] {
+    // Every check passes; the host-only context then refuses to launch.
+    HostContext h(kH200);
+    pa_decode_args a = validArgs();
+    pa_status st = pa_decode_v2(h.ctx, &a, nullptr);
+    CHECK_EQ(int(st.code), int(PA_ERROR_CUDA));
+    CHECK(std::strstr(st.message, "host-only context") != nullptr);
+    pa_plan plan;
+    CHECK_OK(pa_plan_decode_v2(h.ctx, &a, &plan));
+  });
+
+  struct Bad {
+    const char *test;
+    std::function<void(pa_decode_args &)> mutate;
+    pa_status_code code;
+    const char *message;
+  };
+  static const std::vector<Bad> kBad = {
+      {"args_dtype_invalid", [](pa_decode_args &a) { a.dtype = pa_dtype(7); },
+       PA_ERROR_INVALID_ARGUMENT, "dtype (7) is not a pa_dtype"},
+      {"args_tmp_dtype_invalid",
+       [](pa_decode_args &a) { a.tmp_dtype = pa_dtype(-1); },
+       PA_ERROR_INVALID_ARGUMENT, "tmp_dtype (-1) is not a pa_dtype"},
+      {"args_tmp_dtype_mismatch",
+       [](pa_decode_args &a) { a.tmp_dtype = PA_BF16; },
+       PA_ERROR_INVALID_ARGUMENT,
+       "tmp_dtype bf16 must be f32 or the dtype (f16)"},
+      {"args_num_seqs_zero", [](pa_decode_args &a) { a.num_seqs = 0; },
+       PA_ERROR_INVALID_ARGUMENT, "num_seqs (0) must be positive"},
+      {"args_num_heads_negative", [](pa_decode_args &a) { a.num_heads = -32; },
+       PA_ERROR_INVALID_ARGUMENT, "num_heads (-32) must be positive"},
+      {"args_num_kv_heads_zero", [](pa_decode_args &a) { a.num_kv_heads = 0; },
+       PA_ERROR_INVALID_ARGUMENT, "num_kv_heads (0) must be positive"},
+      {"args_head_size_zero", [](pa_decode_args &a) { a.head_size = 0; },
+       PA_ERROR_INVALID_ARGUMENT, "head_size (0) must be positive"},
+      {"args_block_size_zero", [](pa_decode_args &a) { a.block_size = 0; },
+       PA_ERROR_INVALID_ARGUMENT, "block_size (0) must be positive"},
+      {"args_num_blocks_zero", [](pa_decode_args &a) { a.num_blocks = 0; },
+       PA_ERROR_INVALID_ARGUMENT, "num_blocks (0) must be positive"},
+      {"args_max_blocks_per_seq_zero",
+       [](pa_decode_args &a) { a.max_blocks_per_seq = 0; },
+       PA_ERROR_INVALID_ARGUMENT, "max_blocks_per_seq (0) must be positive"},
+      {"args_max_num_partitions_zero",
+       [](pa_decode_args &a) { a.max_num_partitions = 0; },
+       PA_ERROR_INVALID_ARGUMENT, "max_num_partitions (0) must be positive"},
+      {"args_partition_size_zero",
+       [](pa_decode_args &a) { a.partition_size = 0; },
+       PA_ERROR_INVALID_ARGUMENT, "partition_size (0) must be positive"},
+      {"args_max_seq_len_negative",
+       [](pa_decode_args &a) { a.max_seq_len = -1; }, PA_ERROR_INVALID_ARGUMENT,
+       "max_seq_len (-1) must be >= 0"},
+      {"args_heads_not_multiple_of_kv_heads",
+       [](pa_decode_args &a) { a.num_heads = 30; }, PA_ERROR_INVALID_ARGUMENT,
+       "num_heads (30) must be a multiple of num_kv_heads (8)"},
+      {"args_scale_nan",
+       [](pa_decode_args &a) {
+         a.scale = std::numeric_limits<float>::quiet_NaN();
+       },
+       PA_ERROR_INVALID_ARGUMENT, "must be finite and positive"},
+      {"args_scale_zero", [](pa_decode_args &a) { a.scale = 0.0f; },
+       PA_ERROR_INVALID_ARGUMENT, "scale (0) must be finite and positive"},
+      {"args_scale_infinite", [](pa_decode_args &a) { a.scale = INFINITY; },
+       PA_ERROR_INVALID_ARGUMENT, "must be finite and positive"},
+      {"args_head_size_not_multiple_of_x",
+       [](pa_decode_args &a) { a.head_size = 100; }, PA_ERROR_INVALID_ARGUMENT,
+       "head_size (100) must be a multiple of x = 8"},
+      {"args_max_seq_len_exceeds_block_table",
+       [](pa_decode_args &a) {
+         a.max_blocks_per_seq = 256;
+         a.max_seq_len = 5000;
+       },
+       PA_ERROR_INVALID_ARGUMENT,
+       "max_seq_len (5000) exceeds max_blocks_per_seq (256) * block_size (16) "
+       "= 4096"},
+      {"args_null_query", [](pa_decode_args &a) { a.query = 0; },
+       PA_ERROR_INVALID_ARGUMENT, "query is null"},
+      {"args_null_key_cache", [](pa_decode_args &a) { a.key_cache = 0; },
+       PA_ERROR_INVALID_ARGUMENT, "key_cache is null"},
+      {"args_null_value_cache", [](pa_decode_args &a) { a.value_cache = 0; },
+       PA_ERROR_INVALID_ARGUMENT, "value_cache is null"},
+      {"args_null_block_tables", [](pa_decode_args &a) { a.block_tables = 0; },
+       PA_ERROR_INVALID_ARGUMENT, "block_tables is null"},
+      {"args_null_seq_lens", [](pa_decode_args &a) { a.seq_lens = 0; },
+       PA_ERROR_INVALID_ARGUMENT, "seq_lens is null"},
+      {"args_null_output", [](pa_decode_args &a) { a.output = 0; },
+       PA_ERROR_INVALID_ARGUMENT, "output is null"},
+      {"args_null_exp_sums", [](pa_decode_args &a) { a.exp_sums = 0; },
+       PA_ERROR_INVALID_ARGUMENT, "exp_sums is null; the workspace is needed"},
+      {"args_null_max_logits", [](pa_decode_args &a) { a.max_logits = 0; },
+       PA_ERROR_INVALID_ARGUMENT, "max_logits is null"},
+      {"args_null_tmp_output", [](pa_decode_args &a) { a.tmp_output = 0; },
+       PA_ERROR_INVALID_ARGUMENT, "tmp_output is null"},
+      {"args_no_variant_head_size",
+       [](pa_decode_args &a) { a.head_size = 256; }, PA_ERROR_UNSUPPORTED,
+       "no loaded variant serves dtype f16, cache_dtype f16, tmp_dtype f32, "
+       "head_size 256, block_size 16 (group size 4); 1 loaded: "
+       "f16_d128_b16_h4_sm70"},
+      {"args_no_variant_block_size",
+       [](pa_decode_args &a) {
+         a.block_size = 32;
+         a.max_blocks_per_seq = 1024;
+       },
+       PA_ERROR_UNSUPPORTED, "head_size 128, block_size 32"},
+      {"args_no_variant_dtype", [](pa_decode_args &a) { a.dtype = PA_BF16; },
+       PA_ERROR_UNSUPPORTED, "no loaded variant serves dtype bf16"},
+      {"args_no_variant_tmp_dtype",
+       [](pa_decode_args &a) { a.tmp_dtype = PA_F16; }, PA_ERROR_UNSUPPORTED,
+       "tmp_dtype f16"},
+      {"args_fixed_grid_partition_size_not_multiple_of_token_step",
+       [](pa_decode_args &a) {
+         a.max_seq_len = 0;
+         a.partition_size = 1000;
+       },
+       PA_ERROR_INVALID_ARGUMENT,
+       "partition_size (1000) must be a multiple of the token step (16) of "
+       "variant 'f16_d128_b16_h4_sm70' in fixed-grid mode"},
+      {"args_grid_y_too_large",
+       [](pa_decode_args &a) {
+         a.num_kv_heads = 70000;
+         a.num_heads = 70000;
+       },
+       PA_ERROR_INVALID_ARGUMENT,
+       "partition grid y = num_kv_heads*ceil(group_size/heads_per_program) = "
+       "70000 is outside CUDA's range 1..65535"},
+      {"args_grid_z_too_large", [](pa_decode_args &a) { a.num_seqs = 65536; },
+       PA_ERROR_INVALID_ARGUMENT, "partition grid z = num_seqs = 65536"},
+  };
+  for (const Bad &b : kBad) {
+    run(b.test, [&b] {
+      HostContext h(kH200);
+      pa_decode_args a = validArgs();
+      b.mutate(a);
+      CHECK_STATUS(pa_decode_v2(h.ctx, &a, nullptr), b.code, b.message);
+    });
+  }
+
+  run("args_workspace_optional_for_one_pass", [] {
+    HostContext h(kH200);
+    pa_decode_args a = validArgs();
+    a.max_seq_len = 200; // one partition
+    a.exp_sums = a.max_logits = a.tmp_output = 0;
+    CHECK_STATUS(pa_decode_v2(h.ctx, &a, nullptr), PA_ERROR_CUDA,
+                 "host-only context");
+    Spec noOnePass;
+    noOnePass.onePass = false;
+    HostContext h2(kH200, {noOnePass});
+    CHECK_STATUS(pa_decode_v2(h2.ctx, &a, nullptr), PA_ERROR_INVALID_ARGUMENT,
+                 "exp_sums is null");
+  });
+
+  run("args_plan_does_not_need_pointers", [] {
+    HostContext h(kH200);
+    pa_decode_args a = validArgs();
+    a.query = a.output = a.exp_sums = 0;
+    pa_plan plan;
+    CHECK_OK(pa_plan_decode_v2(h.ctx, &a, &plan));
+    a.scale = -1.0f; // but every other check
+    CHECK_STATUS(pa_plan_decode_v2(h.ctx, &a, &plan), PA_ERROR_INVALID_ARGUMENT,
+                 "scale (-1) must be finite");
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Planning
+//===----------------------------------------------------------------------===//
+
+pa_plan planOn(const DeviceInfo &device, const std::vector<Spec> &specs,
+               const pa_decode_args &a, pa_status &status) {
+  HostContext h(device, specs);
+  pa_plan plan;
+  std::memset(&plan, 0xff, sizeof(plan));
+  status = pa_plan_decode_v2(h.ctx, &a, &plan);
+  return plan;
+}
+
+#define CHECK_DIM3(array, x, y, z)                                             \
+  do {                                                                         \
+    CHECK_EQ((array)[0], unsigned(x));                                         \
+    CHECK_EQ((array)[1], unsigned(y));                                         \
+    CHECK_EQ((array)[2], unsigned(z));                                         \
+  } while (0)
+
+void planTests() {
+  // Adaptive: partition_tokens = roundup(max(ceil(512/64), 256), 16*4) = 256
+  // -> 2 partitions; 8 KV heads x 1 tile x 1 seq x 2 = 16 programs, far
+  // below the budget of 4*132*4 = 2112: no doubling.
+  run("plan_adaptive_short", [] {
+    pa_decode_args a = validArgs();
+    a.num_seqs = 1;
+    a.max_seq_len = 512;
+    pa_status st;
+    pa_plan p = planOn(kH200, {Spec()}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h4_sm70"));
+    CHECK_EQ(p.one_pass, 0);
+    CHECK_EQ(p.partition_tokens, 256);
+    CHECK_EQ(p.num_partitions, 2);
+    CHECK_DIM3(p.grid, 2, 8, 1);
+    CHECK_DIM3(p.block, 128, 1, 1);
+    CHECK_DIM3(p.reduce_grid, 8, 1, 1);
+    CHECK_DIM3(p.reduce_block, 128, 1, 1);
+  });
+
+  // 64 seqs x 4096: base 8*1*64 = 512 programs per partition. 256 tokens ->
+  // 16 partitions (8192 programs) > 2112 -> 512 (4096) -> 1024 (2048): stop.
+  run("plan_adaptive_doubling_h200", [] {
+    pa_decode_args a = validArgs();
+    a.num_seqs = 64;
+    a.max_seq_len = 4096;
+    pa_status st;
+    pa_plan p = planOn(kH200, {Spec()}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(p.partition_tokens, 1024);
+    CHECK_EQ(p.num_partitions, 4);
+    CHECK_DIM3(p.grid, 4, 8, 64);
+    CHECK_DIM3(p.reduce_grid, 8, 64, 1);
+  });
+
+  // Same call on 80 SMs (budget 1280): 2048 programs > 1280 -> 2048 tokens,
+  // 2 partitions (1024 programs).
+  run("plan_adaptive_doubling_depends_on_sm_count", [] {
+    pa_decode_args a = validArgs();
+    a.num_seqs = 64;
+    a.max_seq_len = 4096;
+    pa_status st;
+    pa_plan p = planOn(kV100, {Spec()}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(p.partition_tokens, 2048);
+    CHECK_EQ(p.num_partitions, 2);
+    CHECK_DIM3(p.grid, 2, 8, 64);
+  });
+
+  // 8 seqs x 32768 with 64 workspace partitions: 512 tokens -> 64
+  // partitions (4096 programs) -> 1024 tokens, 32 partitions (2048).
+  run("plan_adaptive_long_context", [] {
+    pa_decode_args a = validArgs();
+    a.num_seqs = 8;
+    a.max_seq_len = 32768;
+    pa_status st;
+    pa_plan p = planOn(kH200, {Spec()}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(p.partition_tokens, 1024);
+    CHECK_EQ(p.num_partitions, 32);
+    CHECK_DIM3(p.grid, 32, 8, 8);
+  });
+
+  // One sequence, long context: never doubles (64 programs).
+  run("plan_adaptive_single_long_sequence", [] {
+    pa_decode_args a = validArgs();
+    a.num_seqs = 1;
+    a.max_seq_len = 32768;
+    pa_status st;
+    pa_plan p = planOn(kH200, {Spec()}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(p.partition_tokens, 512);
+    CHECK_EQ(p.num_partitions, 64);
+  });
+
+  // Rounding to token_step*warps: ceil(20000/64) = 313 -> 320.
+  run("plan_adaptive_rounds_to_token_step_times_warps", [] {
+    pa_decode_args a = validArgs();
+    a.num_seqs = 1;
+    a.num_kv_heads = 1;
+    a.num_heads = 4;
+    a.max_seq_len = 20000;
+    pa_status st;
+    pa_plan p = planOn(kH200, {Spec()}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(p.partition_tokens, 320);
+    CHECK_EQ(p.num_partitions, 63);
+    Spec wide;
+    wide.warps = 8;
+    wide.step = 32; // unit 256
+    p = planOn(kH200, {wide}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(p.partition_tokens, 512);
+    CHECK_EQ(p.num_partitions, 40);
+  });
+
+  // A context that fits one partition takes the one-pass kernel: no reduce.
+  run("plan_one_pass", [] {
+    pa_decode_args a = validArgs();
+    a.max_seq_len = 200;
+    pa_status st;
+    pa_plan p = planOn(kH200, {Spec()}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(p.one_pass, 1);
+    CHECK_EQ(p.num_partitions, 1);
+    CHECK_EQ(p.partition_tokens, 256);
+    CHECK_DIM3(p.grid, 1, 8, 4);
+    CHECK_DIM3(p.reduce_grid, 0, 0, 0);
+    CHECK_DIM3(p.reduce_block, 0, 0, 0);
+  });
+
+  // Doubling can end in one partition: the one-pass kernel then.
+  run("plan_one_pass_after_doubling", [] {
+    pa_decode_args a = validArgs();
+    a.num_seqs = 512;
+    a.max_seq_len = 1000;
+    pa_status st;
+    pa_plan p = planOn(kH200, {Spec()}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(p.num_partitions, 1);
+    CHECK_EQ(p.partition_tokens, 1024);
+    CHECK_EQ(p.one_pass, 1);
+  });
+
+  run("plan_one_partition_without_onepass_kernel", [] {
+    Spec s;
+    s.onePass = false;
+    pa_decode_args a = validArgs();
+    a.max_seq_len = 200;
+    pa_status st;
+    pa_plan p = planOn(kH200, {s}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(p.one_pass, 0);
+    CHECK_EQ(p.num_partitions, 1);
+    CHECK_DIM3(p.grid, 1, 8, 4);
+    CHECK_DIM3(p.reduce_grid, 8, 4, 1);
+  });
+
+  // Fixed grid: capacity 2048*16 = 32768 tokens over 64 partitions ->
+  // max(512, roundup(512, 16)) = 512 tokens, all 64 partitions launched.
+  run("plan_fixed_grid", [] {
+    pa_decode_args a = validArgs();
+    a.max_seq_len = 0;
+    pa_status st;
+    pa_plan p = planOn(kH200, {Spec()}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(p.one_pass, 0);
+    CHECK_EQ(p.partition_tokens, 512);
+    CHECK_EQ(p.num_partitions, 64);
+    CHECK_DIM3(p.grid, 64, 8, 4);
+    CHECK_DIM3(p.reduce_grid, 8, 4, 1);
+    // No dependence on the SM count or the batch's lengths.
+    pa_plan q = planOn(kV100, {Spec()}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(q.partition_tokens, 512);
+    CHECK_EQ(q.num_partitions, 64);
+  });
+
+  // A workspace smaller than capacity/partition_size: partitions grow.
+  // ceil(32768/10) = 3277 -> roundup 16 = 3280 tokens x 10 partitions.
+  run("plan_fixed_grid_small_workspace", [] {
+    pa_decode_args a = validArgs();
+    a.max_seq_len = 0;
+    a.max_num_partitions = 10;
+    pa_status st;
+    pa_plan p = planOn(kH200, {Spec()}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(p.partition_tokens, 3280);
+    CHECK_EQ(p.num_partitions, 10);
+    CHECK(int64_t(p.partition_tokens) * p.num_partitions >= 32768);
+  });
+
+  run("plan_fixed_grid_one_pass", [] {
+    pa_decode_args a = validArgs();
+    a.max_seq_len = 0;
+    a.max_num_partitions = 1;
+    a.max_blocks_per_seq = 100; // 1600 tokens
+    pa_status st;
+    pa_plan p = planOn(kH200, {Spec()}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(p.one_pass, 1);
+    CHECK_EQ(p.partition_tokens, 1600);
+    CHECK_EQ(p.num_partitions, 1);
+  });
+
+  // GQA grids: y = num_kv_heads * ceil(group / tile).
+  run("plan_gqa_grids", [] {
+    std::vector<Spec> tiles = {tileSpec(1), tileSpec(2), tileSpec(4),
+                               tileSpec(8)};
+    struct {
+      int heads, kvHeads, tile;
+      unsigned y;
+    } cases[] = {{32, 32, 1, 32}, {32, 8, 4, 8},  {48, 8, 8, 8},
+                 {56, 8, 8, 8},   {64, 4, 8, 8},  {64, 1, 8, 8},
+                 {32, 1, 8, 4},   {16, 16, 1, 16}};
+    for (const auto &c : cases) {
+      pa_decode_args a = validArgs();
+      a.num_heads = c.heads;
+      a.num_kv_heads = c.kvHeads;
+      a.max_seq_len = 100;
+      pa_status st;
+      pa_plan p = planOn(kH200, tiles, a, st);
+      CHECK_OK(st);
+      CHECK_EQ(std::string(p.variant),
+               "f16_d128_b16_h" + std::to_string(c.tile) + "_sm70");
+      CHECK_EQ(p.grid[1], c.y);
+      CHECK_EQ(p.grid[2], unsigned(a.num_seqs));
+    }
+  });
+
+  run("plan_internal_matches_public", [] {
+    pa_decode_args a = validArgs();
+    a.num_seqs = 16;
+    a.max_seq_len = 9000;
+    std::vector<BundleDesc> descs = {descFor(Spec())};
+    DecodePlan internal;
+    CHECK_OK(planDecode(kH200, descs, a, true, internal));
+    pa_status st;
+    pa_plan p = planOn(kH200, {Spec()}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(p.partition_tokens, internal.partitionTokens);
+    CHECK_EQ(p.num_partitions, internal.numPartitions);
+    CHECK_EQ(p.grid[0], internal.grid[0]);
+    CHECK_EQ(internal.groupSize, 4);
+    CHECK_EQ(internal.variant, 0);
+  });
+
+  run("plan_rule_direct", [] {
+    // planPartitions on its own: the budget is what stops the doubling.
+    BundleDesc d = descFor(Spec());
+    pa_decode_args a = validArgs();
+    a.max_seq_len = 32768;
+    int32_t tokens = 0, parts = 0;
+    CHECK_OK(planPartitions(kH200, d, a, /*programsPerPartition=*/2112, tokens,
+                            parts));
+    // 512 x 64 -> doubles until one partition is left: 32768 tokens.
+    CHECK_EQ(parts, 1);
+    CHECK_EQ(tokens, 32768);
+    CHECK_OK(planPartitions(kH200, d, a, 33, tokens, parts));
+    CHECK_EQ(parts, 64); // 33*64 = 2112, within budget
+    CHECK_OK(planPartitions(kH200, d, a, 34, tokens, parts));
+    CHECK_EQ(parts, 32);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Marshalling, workspace, status, driver, contexts
+//===----------------------------------------------------------------------===//
+
+void marshalTests() {
+  run("marshal_params_in_manifest_order", [] {
+    BundleDesc d = descFor(Spec());
+    pa_decode_args a = validArgs();
+    DecodePlan plan;
+    CHECK_OK(planDecode(kH200, {d}, a, true, plan));
+    KernelArgs k;
+    marshalParams(d.kernel(Role::Partition), a, plan, k);
+    CHECK_EQ(k.count, 15);
+    for (int i = 0; i < k.count; ++i)
+      CHECK(k.pointers[i] == &k.values[i]);
+    CHECK_EQ(k.values[0].ptr, a.query);
+    CHECK_EQ(k.values[2].ptr, a.value_cache);
+    CHECK_EQ(k.values[8].ptr, a.tmp_output);
+    CHECK_EQ(*static_cast<float *>(k.pointers[9]), a.scale);
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[10]), a.max_blocks_per_seq);
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[11]), a.max_num_partitions);
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[12]), plan.partitionTokens);
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[13]), a.num_kv_heads);
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[14]), 4);
+    marshalParams(d.kernel(Role::Reduce), a, plan, k);
+    CHECK_EQ(k.count, 8);
+    CHECK_EQ(k.values[0].ptr, a.output);
+    CHECK_EQ(k.values[4].ptr, a.seq_lens);
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[5]), a.num_heads);
+  });
+
+  run("workspace_bytes", [] {
+    // 2 seqs x 4 heads x ceil(1000/512) = 2 partitions = 16 rows:
+    // 16 * (4 + 4) bytes of statistics + 16 * 128 * sizeof(tmp).
+    CHECK_EQ(pa_workspace_bytes(2, 4, 128, 1000, 512, PA_F32),
+             size_t(16 * 8 + 16 * 128 * 4));
+    CHECK_EQ(pa_workspace_bytes(2, 4, 128, 1000, 512, PA_F16),
+             size_t(16 * 8 + 16 * 128 * 2));
+    CHECK_EQ(pa_workspace_bytes(2, 4, 128, 1024, 512, PA_BF16),
+             size_t(16 * 8 + 16 * 128 * 2));
+    CHECK_EQ(pa_workspace_bytes(1, 1, 64, 1, 512, PA_F32), size_t(8 + 256));
+    CHECK_EQ(pa_workspace_bytes(256, 64, 256, 131072, 512, PA_F32),
+             size_t(256) * 64 * 256 * (8 + 256 * 4));
+    CHECK_EQ(pa_workspace_bytes(0, 4, 128, 1000, 512, PA_F32), size_t(0));
+    CHECK_EQ(pa_workspace_bytes(2, 4, 128, 0, 512, PA_F32), size_t(0));
+    CHECK_EQ(pa_workspace_bytes(2, 4, 128, 1000, 0, PA_F32), size_t(0));
+    CHECK_EQ(pa_workspace_bytes(2, 4, -128, 1000, 512, PA_F32), size_t(0));
+    CHECK_EQ(pa_workspace_bytes(2, 4, 128, 1000, 512, pa_dtype(9)), size_t(0));
+  });
+}
+
+} // namespace pa_test

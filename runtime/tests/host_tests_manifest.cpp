@@ -1,0 +1,415 @@
+//===- host_tests_manifest.cpp - manifests, grids, variants ---------------===//
+//
+// Host tests of the bundle side: the manifest parser (a valid bundle and one
+// broken copy per error, each naming file:line and the fault), the grid
+// expressions, chip checks and variant selection with its GQA tiles.
+//
+//===----------------------------------------------------------------------===//
+
+#include "host_test_support.h"
+
+namespace pa_test {
+
+//===----------------------------------------------------------------------===//
+// Manifest
+//===----------------------------------------------------------------------===//
+
+void manifestTests() {
+  run("manifest_valid", [] {
+    std::string dir = makeDir("valid");
+    std::string path = writeBundle(dir, Spec());
+    BundleDesc d;
+    CHECK_OK(readManifest(path, d));
+    CHECK_EQ(d.name, std::string("f16_d128_b16_h4_sm70"));
+    CHECK_EQ(d.chip, std::string("sm_70"));
+    CHECK_EQ(d.chipVersion, 70);
+    CHECK(!d.chipArchSpecific);
+    CHECK_EQ(d.ptxPath, dir + "/f16_d128_b16_h4_sm70.ptx");
+    CHECK_EQ(int(d.dtype), int(PA_F16));
+    CHECK_EQ(int(d.cacheDtype), int(PA_F16));
+    CHECK_EQ(int(d.tmpDtype), int(PA_F32));
+    CHECK_EQ(d.headSize, 128);
+    CHECK_EQ(d.blockSize, 16);
+    CHECK_EQ(d.headsPerProgram, 4);
+    CHECK_EQ(d.warps, 4);
+    CHECK_EQ(d.tokenStep, 16);
+    const KernelDesc &p = d.kernel(Role::Partition);
+    CHECK(p.present && p.hasParams && p.hasGrid);
+    CHECK_EQ(p.symbol, std::string("pa_f16_d128_b16_h4_sm70_partition"));
+    CHECK_EQ(p.threads, 128);
+    CHECK_EQ(p.smem, 8448);
+    CHECK_EQ(p.params.size(), size_t(15));
+    CHECK(p.params[0] == ParamId::Query);
+    CHECK(p.params[8] == ParamId::TmpOutput);
+    CHECK(p.params[9] == ParamId::Scale);
+    CHECK(p.params[14] == ParamId::GroupSize);
+    CHECK(d.hasOnePass());
+    const KernelDesc &r = d.kernel(Role::Reduce);
+    CHECK_EQ(r.params.size(), size_t(8));
+    CHECK(r.params[5] == ParamId::NumHeads);
+    CHECK_EQ(r.grid[0].text, std::string("ceil(num_heads/4)"));
+    CHECK_EQ(r.grid[1].text, std::string("num_seqs"));
+    CHECK_EQ(r.grid[2].text, std::string("1")); // omitted: 1
+  });
+
+  run("manifest_comments_blank_lines_crlf", [] {
+    std::vector<std::string> lines = manifestLines(Spec());
+    lines.insert(lines.begin() + 1, "# a comment line");
+    lines.insert(lines.begin() + 2, "");
+    lines[4] += "   # trailing comment";
+    std::string text;
+    for (const std::string &l : lines)
+      text += l + "\r\n";
+    BundleDesc d;
+    CHECK_OK(parseManifest(text, "x/y.manifest", d));
+    CHECK_EQ(d.chip, std::string("sm_70"));
+    CHECK_EQ(d.ptxPath, std::string("x/f16_d128_b16_h4_sm70.ptx"));
+  });
+
+  run("manifest_onepass_optional", [] {
+    Spec s;
+    s.onePass = false;
+    BundleDesc d;
+    CHECK_OK(parseManifest(join(manifestLines(s)), "a.manifest", d));
+    CHECK(!d.hasOnePass());
+    CHECK_EQ(d.ptxPath, std::string("f16_d128_b16_h4_sm70.ptx"));
+  });
+
+  run("manifest_absolute_ptx_path", [] {
+    std::vector<std::string> lines =
+        replaced(manifestLines(Spec()), "ptx ", "ptx /abs/k.ptx");
+    BundleDesc d;
+    CHECK_OK(parseManifest(join(lines), "dir/a.manifest", d));
+    CHECK_EQ(d.ptxPath, std::string("/abs/k.ptx"));
+  });
+
+  run("manifest_unreadable_is_io_error", [] {
+    BundleDesc d;
+    CHECK_STATUS(readManifest(tempRoot + "/no/such.manifest", d), PA_ERROR_IO,
+                 "cannot open manifest");
+  });
+
+  // One broken copy of the valid manifest per error. Each names the file and
+  // line (or the file, for a record that is missing) and what is wrong.
+  struct Broken {
+    const char *test;
+    const char *prefix; // line to replace ("" appends `with`)
+    const char *with;   // replacement ("" erases the line)
+    const char *expect; // in the message, after "path:line: " when line > 0
+    bool atLine;        // the message points at the replaced line
+  };
+  static const Broken kBroken[] = {
+      {"manifest_error_bad_magic", "paged_attn-bundle", "paged-attn 1",
+       "not a paged_attn bundle manifest", true},
+      {"manifest_error_bad_version", "paged_attn-bundle", "paged_attn-bundle 2",
+       "bundle format version 2 is not supported", true},
+      {"manifest_error_unknown_record", "", "alibi yes",
+       "unknown record 'alibi'", true},
+      {"manifest_error_missing_name", "name ", "", "missing record 'name'",
+       false},
+      {"manifest_error_missing_warps", "warps ", "", "missing record 'warps'",
+       false},
+      {"manifest_error_missing_token_step", "token_step ", "",
+       "missing record 'token_step'", false},
+      {"manifest_error_missing_kernel_reduce", "kernel reduce", "",
+       "missing record 'kernel reduce'", false},
+      {"manifest_error_missing_params", "params partition", "",
+       "missing record 'params partition'", false},
+      {"manifest_error_missing_grid", "grid reduce", "",
+       "missing record 'grid reduce'", false},
+      {"manifest_error_duplicate_record", "", "head_size 64",
+       "duplicate record 'head_size' (first at line 8)", true},
+      {"manifest_error_extra_value", "head_size", "head_size 128 256",
+       "record 'head_size' takes exactly one value, got 2", true},
+      {"manifest_error_bad_number", "head_size", "head_size 12x",
+       "bad number '12x' for head_size", true},
+      {"manifest_error_negative_number", "block_size", "block_size -16",
+       "bad number '-16' for block_size", true},
+      {"manifest_error_zero_number", "heads_per_program", "heads_per_program 0",
+       "bad number '0' for heads_per_program", true},
+      {"manifest_error_bad_threads", "kernel partition",
+       "kernel partition k threads 2048 smem 0",
+       "bad number '2048' for threads", true},
+      {"manifest_error_bad_smem", "kernel reduce",
+       "kernel reduce k threads 128 smem 1e3", "bad number '1e3' for smem",
+       true},
+      {"manifest_error_kernel_syntax", "kernel reduce", "kernel reduce k 128 0",
+       "expected 'kernel ROLE SYMBOL threads N smem BYTES'", true},
+      {"manifest_error_unknown_role", "kernel reduce",
+       "kernel prefill k threads 128 smem 0", "unknown kernel role 'prefill'",
+       true},
+      {"manifest_error_unknown_param", "params reduce",
+       "params reduce output alibi_slopes", "unknown param 'alibi_slopes'",
+       true},
+      {"manifest_error_duplicate_param", "params reduce",
+       "params reduce output output", "param 'output' appears twice", true},
+      {"manifest_error_unknown_params_role", "params reduce",
+       "params decode output", "unknown params role 'decode'", true},
+      {"manifest_error_unknown_dtype", "dtype", "dtype fp8",
+       "unknown dtype 'fp8'", true},
+      {"manifest_error_cache_dtype", "cache_dtype", "cache_dtype bf16",
+       "cache_dtype bf16 differs from dtype f16", true},
+      {"manifest_error_tmp_dtype", "tmp_dtype", "tmp_dtype bf16",
+       "tmp_dtype bf16 must be f32 or the dtype (f16)", true},
+      {"manifest_error_head_size_x", "head_size", "head_size 100",
+       "head_size 100 is not a multiple of x = 8", true},
+      {"manifest_error_bad_chip", "chip", "chip sm70",
+       "bad chip 'sm70' (expected sm_XY", true},
+      {"manifest_error_grid_unknown_name", "grid reduce",
+       "grid reduce ceil(num_heads/4) batch",
+       "bad grid y expression 'batch': unknown name 'batch'", true},
+      {"manifest_error_grid_ceil", "grid reduce",
+       "grid reduce ceil(num_heads) num_seqs", "ceil() takes a division a/b",
+       true},
+      {"manifest_error_grid_paren", "grid reduce",
+       "grid reduce (num_heads num_seqs", "missing ')'", true},
+      {"manifest_error_grid_arity", "grid reduce", "grid reduce 1 1 1 1",
+       "expected 'grid ROLE X [Y [Z]]'", true},
+      {"manifest_error_grid_empty", "grid reduce", "grid reduce",
+       "expected 'grid ROLE X [Y [Z]]'", true},
+      {"manifest_error_params_without_kernel", "kernel onepass", "",
+       "'params onepass' without a 'kernel onepass' record", false},
+      {"manifest_error_magic_repeated", "", "paged_attn-bundle 1",
+       "may only be the first line", true},
+  };
+  for (const Broken &b : kBroken) {
+    run(b.test, [&b] {
+      std::vector<std::string> lines = manifestLines(Spec());
+      int line;
+      if (b.prefix[0]) {
+        line = lineOf(lines, b.prefix);
+        lines = replaced(lines, b.prefix, b.with);
+      } else {
+        lines.push_back(b.with);
+        line = int(lines.size());
+      }
+      std::string path = "lib/broken.manifest";
+      BundleDesc d;
+      pa_status st = parseManifest(join(lines), path, d);
+      CHECK_EQ(int(st.code), int(PA_ERROR_BUNDLE));
+      std::string message = st.message;
+      if (std::string(b.test) == "manifest_error_params_without_kernel") {
+        // Points at the orphaned params record, which moved up one line.
+        std::string prefix = at(path, lineOf(lines, "params onepass"));
+        CHECK_EQ(message.compare(0, prefix.size(), prefix), 0);
+      } else if (b.atLine) {
+        std::string prefix = at(path, line);
+        if (message.compare(0, prefix.size(), prefix) != 0) {
+          fail(__FILE__, __LINE__,
+               "message '" + message + "' does not start with '" + prefix +
+                   "'");
+          return;
+        }
+      } else {
+        std::string prefix = path + ": ";
+        CHECK_EQ(message.compare(0, prefix.size(), prefix), 0);
+      }
+      if (message.find(b.expect) == std::string::npos)
+        fail(__FILE__, __LINE__,
+             "message '" + message + "' lacks '" + b.expect + "'");
+    });
+  }
+
+  run("manifest_error_empty", [] {
+    BundleDesc d;
+    CHECK_STATUS(parseManifest("", "e.manifest", d), PA_ERROR_BUNDLE,
+                 "e.manifest:1: empty manifest");
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Grid expressions
+//===----------------------------------------------------------------------===//
+
+void gridExprTests() {
+  run("grid_expr_eval", [] {
+    GridEnv env;
+    env.set(GridSym::NumKvHeads, 8);
+    env.set(GridSym::GroupSize, 6);
+    env.set(GridSym::HeadsPerProgram, 4);
+    env.set(GridSym::NumHeads, 48);
+    env.set(GridSym::NumSeqs, 3);
+    struct {
+      const char *text;
+      int64_t value;
+    } cases[] = {{"num_kv_heads*ceil(group_size/heads_per_program)", 16},
+                 {"ceil(num_heads/32)", 2},
+                 {"num_heads/32", 1},
+                 {"(num_seqs+1)*2-3", 5},
+                 {"ceil(7/2)", 4},
+                 {"7/2", 3},
+                 {"ceil((num_heads/heads_per_program))", 12},
+                 {"1", 1}};
+    for (const auto &c : cases) {
+      GridExpr e;
+      std::string why;
+      if (!parseGridExpr(c.text, e, why)) {
+        fail(__FILE__, __LINE__, std::string(c.text) + ": " + why);
+        return;
+      }
+      int64_t v = 0;
+      CHECK(evalGridExpr(e, env, v));
+      CHECK_EQ(v, c.value);
+    }
+  });
+
+  run("grid_expr_errors", [] {
+    struct {
+      const char *text;
+      const char *why;
+    } cases[] = {{"", "empty expression"},
+                 {"seqs", "unknown name 'seqs'"},
+                 {"ceil(num_heads)", "ceil() takes a division a/b"},
+                 {"ceil num_heads", "ceil must be followed by '('"},
+                 {"(num_heads", "missing ')'"},
+                 {"num_heads+", "expression ends early"},
+                 {"num_heads)", "unexpected ')' at column 10"},
+                 {"2^3", "unexpected '^' at column 2"},
+                 {"99999999999", "number too large"}};
+    for (const auto &c : cases) {
+      GridExpr e;
+      std::string why;
+      if (parseGridExpr(c.text, e, why)) {
+        fail(__FILE__, __LINE__, std::string("'") + c.text + "' parsed");
+        return;
+      }
+      if (why.find(c.why) == std::string::npos) {
+        fail(__FILE__, __LINE__,
+             std::string("'") + c.text + "': '" + why + "' lacks '" + c.why +
+                 "'");
+        return;
+      }
+    }
+  });
+
+  run("grid_expr_division_by_zero", [] {
+    GridExpr e;
+    std::string why;
+    CHECK(parseGridExpr("num_seqs/num_heads", e, why));
+    GridEnv env;
+    int64_t v;
+    CHECK(!evalGridExpr(e, env, v));
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Variants
+//===----------------------------------------------------------------------===//
+
+void variantTests() {
+  run("chip_parse", [] {
+    int v;
+    bool a;
+    CHECK(parseChip("sm_70", v, a) && v == 70 && !a);
+    CHECK(parseChip("sm_90a", v, a) && v == 90 && a);
+    CHECK(parseChip("sm_100", v, a) && v == 100 && !a);
+    for (const char *bad :
+         {"sm70", "sm_7", "sm_70b", "SM_70", "sm_", "70", "sm_1000"})
+      if (parseChip(bad, v, a)) {
+        fail(__FILE__, __LINE__, std::string("'") + bad + "' parsed");
+        return;
+      }
+  });
+
+  run("chip_refused_when_newer_than_device", [] {
+    Spec s;
+    s.chip = "sm_90";
+    BundleDesc d = descFor(s);
+    DeviceInfo a100{1, 80, 108};
+    CHECK_STATUS(checkChip(d, a100), PA_ERROR_BUNDLE,
+                 "is compiled for sm_90, newer than device 1 (sm_80, compute "
+                 "capability 8.0)");
+    CHECK_OK(checkChip(d, kH200));
+    CHECK_OK(checkChip(descFor(Spec()), kH200));
+    s.chip = "sm_90a";
+    CHECK_STATUS(checkChip(descFor(s), DeviceInfo{0, 100, 148}),
+                 PA_ERROR_BUNDLE, "which runs only on sm_90");
+    CHECK_OK(checkChip(descFor(s), kH200));
+  });
+
+  run("variant_exact_match", [] {
+    std::vector<BundleDesc> descs;
+    Spec s;
+    descs.push_back(descFor(s)); // 0: f16 d128 b16 tmp f32
+    s.name = "bf16";
+    s.dtype = "bf16";
+    descs.push_back(descFor(s)); // 1: bf16
+    s.name = "f16_d64";
+    s.dtype = "f16";
+    s.head = 64;
+    descs.push_back(descFor(s)); // 2: f16 d64
+    s.name = "f16_b32";
+    s.head = 128;
+    s.block = 32;
+    descs.push_back(descFor(s)); // 3: f16 b32
+    s.name = "f16_tmp16";
+    s.block = 16;
+    s.tmp = "f16";
+    descs.push_back(descFor(s)); // 4: tmp f16
+    CHECK_EQ(selectVariant(descs, kH200, {PA_F16, PA_F32, 128, 16, 4}), 0);
+    CHECK_EQ(selectVariant(descs, kH200, {PA_BF16, PA_F32, 128, 16, 4}), 1);
+    CHECK_EQ(selectVariant(descs, kH200, {PA_F16, PA_F32, 64, 16, 4}), 2);
+    CHECK_EQ(selectVariant(descs, kH200, {PA_F16, PA_F32, 128, 32, 4}), 3);
+    CHECK_EQ(selectVariant(descs, kH200, {PA_F16, PA_F16, 128, 16, 4}), 4);
+    CHECK_EQ(selectVariant(descs, kH200, {PA_F32, PA_F32, 128, 16, 4}), -1);
+    CHECK_EQ(selectVariant(descs, kH200, {PA_F16, PA_F32, 256, 16, 4}), -1);
+    CHECK_EQ(selectVariant(descs, kH200, {PA_F16, PA_F32, 128, 8, 4}), -1);
+    CHECK_EQ(selectVariant(descs, kH200, {PA_BF16, PA_BF16, 128, 16, 4}), -1);
+  });
+
+  // GQA tiles {1, 2, 4, 8}: the smallest tile covering the group, else the
+  // largest (several programs per KV head).
+  run("variant_gqa_tiles", [] {
+    std::vector<BundleDesc> descs;
+    for (int tile : {4, 1, 8, 2}) // load order must not matter
+      descs.push_back(descFor(tileSpec(tile)));
+    struct {
+      int group, tile;
+      int64_t programs;
+    } cases[] = {{1, 1, 1}, {2, 2, 1}, {3, 4, 1},  {4, 4, 1},  {6, 8, 1},
+                 {7, 8, 1}, {8, 8, 1}, {16, 8, 2}, {64, 8, 8}, {32, 8, 4}};
+    for (const auto &c : cases) {
+      int i = selectVariant(descs, kH200, {PA_F16, PA_F32, 128, 16, c.group});
+      CHECK(i >= 0);
+      if (descs[i].headsPerProgram != c.tile) {
+        fail(__FILE__, __LINE__,
+             "group " + std::to_string(c.group) + " got tile " +
+                 std::to_string(descs[i].headsPerProgram) + ", expected " +
+                 std::to_string(c.tile));
+        return;
+      }
+      CHECK_EQ(tilesPerKvHead(c.group, c.tile), c.programs);
+    }
+  });
+
+  run("variant_gqa_tiles_without_cover", [] {
+    std::vector<BundleDesc> descs = {descFor(tileSpec(1)), descFor(tileSpec(2)),
+                                     descFor(tileSpec(4))};
+    int i = selectVariant(descs, kH200, {PA_F16, PA_F32, 128, 16, 6});
+    CHECK(i >= 0);
+    CHECK_EQ(descs[i].headsPerProgram, 4);
+    CHECK_EQ(tilesPerKvHead(6, 4), int64_t(2));
+    i = selectVariant(descs, kH200, {PA_F16, PA_F32, 128, 16, 7});
+    CHECK_EQ(descs[i].headsPerProgram, 4);
+    descs = {descFor(tileSpec(8))};
+    i = selectVariant(descs, kH200, {PA_F16, PA_F32, 128, 16, 1});
+    CHECK_EQ(i, 0); // only tile: used, masked
+  });
+
+  run("variant_prefers_newest_runnable_chip", [] {
+    Spec s70, s80, s90;
+    s70.name = "k70";
+    s80.name = "k80";
+    s80.chip = "sm_80";
+    s90.name = "k90";
+    s90.chip = "sm_90";
+    std::vector<BundleDesc> descs = {descFor(s70), descFor(s90), descFor(s80)};
+    VariantKey key{PA_F16, PA_F32, 128, 16, 4};
+    CHECK_EQ(descs[selectVariant(descs, kH200, key)].name, std::string("k90"));
+    CHECK_EQ(descs[selectVariant(descs, DeviceInfo{0, 86, 84}, key)].name,
+             std::string("k80"));
+    CHECK_EQ(descs[selectVariant(descs, kV100, key)].name, std::string("k70"));
+  });
+}
+
+} // namespace pa_test

@@ -1,0 +1,123 @@
+// RUN: pa-opt %s -split-input-file -convert-paged-attn-to-gpu | FileCheck %s
+
+// GQA 32/8 (group 4), f16, head size 128, block size 16, with max_seq_len:
+// adaptive grid with a one-pass branch.
+
+// CHECK-LABEL: func.func @adaptive
+// CHECK-SAME: (%[[Q:[^:]*]]: memref<?x32x128xf16>, %{{.*}}, %[[MAX:[^:]*]]: index,
+// CHECK: %[[SEQS:.*]] = memref.dim %[[Q]], %c0
+// CHECK: %[[PARTS:.*]] = arith.ceildivui %[[MAX]], %c512
+// CHECK: %[[QF:.*]] = memref.reinterpret_cast %[[Q]] to offset: [0], sizes: [1099511627776], strides: [1] : memref<?x32x128xf16> to memref<1099511627776xf16>
+// CHECK: %[[SCALE:.*]] = arith.constant 0.0883883461 : f32
+// CHECK: %[[ONE:.*]] = arith.cmpi ule, %[[PARTS]], %{{.*}}
+// CHECK: scf.if %[[ONE]] {
+// CHECK:   gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_onepass blocks in (%{{.*}}, %[[KV:.*]], %[[SEQS]]) threads in (%[[T128:.*]], %{{.*}}, %{{.*}}) args(%[[QF]] : memref<1099511627776xf16>, {{.*}}, %[[SCALE]] : f32,
+// CHECK: } else {
+// CHECK:   gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_partition blocks in (%[[PARTS]], %{{.*}}, %[[SEQS]]) threads in
+// CHECK:   gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_reduce blocks in (%{{.*}}, %[[SEQS]], %{{.*}}) threads in
+// CHECK: }
+func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
+    %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %max: index,
+    %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>,
+    %tmp: memref<?x32x?x128xf32>) {
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl
+      : memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>,
+        memref<?x?xi32>, memref<?xi32>) max_seq_len(%max)
+      outs(%out : memref<?x32x128xf16>)
+      workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>)
+      {scale = 0.0883883461 : f32}
+  return
+}
+
+// The variant module: the key, three kernels, bare-pointer flat parameters.
+// CHECK: gpu.module @pa_f16_d128_b16_h4 attributes {paged_attn.variant = {block_size = 16 : i64, cache_dtype = f16, dtype = f16, head_size = 128 : i64, heads_per_program = 4 : i64, shared_bytes = 8320 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+
+// Partition kernel: one program per (partition, kv head x tile, sequence);
+// sentinels for empty partitions; the token loop over warp steps carrying
+// the online-softmax state of 4 heads (m, l and 8 head dims each: 40 values).
+// CHECK: gpu.func @pa_f16_d128_b16_h4_partition(%{{.*}}: memref<1099511627776xf16>, {{.*}}, %{{.*}}: f32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) workgroup(%[[SMEM:.*]] : memref<2080xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 1 : i32}
+// CHECK-DAG: gpu.block_id x
+// CHECK-DAG: gpu.block_id y
+// CHECK-DAG: gpu.block_id z
+// CHECK: scf.if
+// CHECK: arith.constant 0xFF800000 : f32
+// CHECK: } else {
+// The query: one 16-byte load per head and lane chunk.
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>
+// CHECK: %{{.*}}:40 = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(
+// The block table, then 8 key chunks and 8 value chunks, 16 bytes each.
+// CHECK: memref.load %{{.*}} : memref<1099511627776xi32>
+// CHECK-COUNT-16: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>
+// Dot products finished across the 16 lanes of a token: 4 xor shuffles each.
+// CHECK: gpu.shuffle xor %{{.*}}, %{{.*}}, %{{.*}} : f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// CHECK: scf.yield
+// The masked tail step, then the lane-group and cross-warp merges.
+// CHECK: arith.constant 0xFF800000 : f32
+// CHECK: gpu.shuffle xor
+// CHECK: memref.store %{{.*}}, %[[SMEM]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[SMEM]]
+// CHECK: gpu.return
+
+// CHECK: gpu.func @pa_f16_d128_b16_h4_onepass
+// CHECK: gpu.barrier
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+
+// Reduce kernel: lane-parallel statistics, warp merge, then the partial
+// outputs 4 partitions per step, each a 16-byte f32x4 load.
+// CHECK: gpu.func @pa_f16_d128_b16_h4_reduce(%{{.*}}: memref<1099511627776xf16>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xi32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// CHECK: scf.for {{.*}} -> (f32, f32)
+// CHECK-COUNT-5: gpu.shuffle xor
+// CHECK: scf.for {{.*}} -> (f32, f32, f32, f32)
+// CHECK-COUNT-4: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xf32>, vector<4xf32>
+// CHECK: vector.store %{{.*}} {alignment = 8 : i64} : memref<1099511627776xf16>, vector<4xf16>
+
+// -----
+
+// Fixed grid (no max_seq_len): partitions from the workspace, still with
+// the one-pass branch when the workspace has a single partition.
+
+// CHECK-LABEL: func.func @fixed_grid
+// CHECK: %[[P:.*]] = memref.dim %{{.*}}, %c2 : memref<?x32x?xf32>
+// CHECK-NOT: ceildivui
+// CHECK: gpu.launch_func @pa_bf16_d64_b32_h1::@pa_bf16_d64_b32_h1_partition blocks in (%[[P]],
+func.func @fixed_grid(%q: memref<?x32x64xbf16>, %kc: memref<?x32x8x32x8xbf16>,
+    %vc: memref<?x32x64x32xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
+    %out: memref<?x32x64xbf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>,
+    %tmp: memref<?x32x?x64xf32>) {
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl
+      : memref<?x32x64xbf16>, memref<?x32x8x32x8xbf16>, memref<?x32x64x32xbf16>,
+        memref<?x?xi32>, memref<?xi32>)
+      outs(%out : memref<?x32x64xbf16>)
+      workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x64xf32>)
+      {scale = 0.125 : f32}
+  return
+}
+// bf16 is widened by a shift, not a conversion.
+// CHECK: gpu.func @pa_bf16_d64_b32_h1_partition
+// CHECK: arith.bitcast %{{.*}} : vector<8xbf16> to vector<8xi16>
+// CHECK: arith.shli
+
+// -----
+
+// A static single-partition workspace: only the one-pass kernel is launched.
+// MQA-like group 6 is served by a tile of 8 f32 heads, two slots masked.
+
+// CHECK-LABEL: func.func @one_pass_only
+// CHECK-NOT: scf.if
+// CHECK: gpu.launch_func @pa_f32_d128_b8_h8::@pa_f32_d128_b8_h8_onepass blocks in (%{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-NOT: _partition blocks
+// CHECK: return
+func.func @one_pass_only(%q: memref<4x12x128xf32>, %kc: memref<64x2x32x8x4xf32>,
+    %vc: memref<64x2x128x8xf32>, %bt: memref<4x16xi32>, %sl: memref<4xi32>,
+    %out: memref<4x12x128xf32>, %es: memref<4x12x1xf32>, %ml: memref<4x12x1xf32>,
+    %tmp: memref<4x12x1x128xf32>) {
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl
+      : memref<4x12x128xf32>, memref<64x2x32x8x4xf32>, memref<64x2x128x8xf32>,
+        memref<4x16xi32>, memref<4xi32>)
+      outs(%out : memref<4x12x128xf32>)
+      workspace(%es, %ml, %tmp : memref<4x12x1xf32>, memref<4x12x1xf32>, memref<4x12x1x128xf32>)
+      {scale = 0.0883883461 : f32}
+  return
+}

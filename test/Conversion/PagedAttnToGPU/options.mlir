@@ -1,0 +1,22 @@
+// RUN: pa-opt %s -convert-paged-attn-to-gpu="heads-per-program=2 warps=8" | FileCheck %s
+// RUN: not pa-opt %s -convert-paged-attn-to-gpu="heads-per-program=3" 2>&1 | FileCheck %s --check-prefix=BAD
+
+// The GQA tile and the warps per program are pass options: group 8 served by
+// four programs of 2 heads per KV head, 256 threads each.
+// (The printer names index constants after their value: %c16, %c256.)
+// CHECK: gpu.launch_func @pa_f16_d64_b16_h2_w8::@pa_f16_d64_b16_h2_w8_partition blocks in (%{{.*}}, %c16, %{{.*}}) threads in (%c256, %{{.*}}, %{{.*}})
+// CHECK: gpu.func @pa_f16_d64_b16_h2_w8_partition({{.*}}) workgroup(%{{.*}} : memref<1056xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>, nvvm.minctasm = 1 : i32}
+
+// BAD: error: 'paged_attn.decode_v2' op heads-per-program (3) must be a power of two up to 16
+func.func @grouped(%q: memref<?x32x64xf16>, %kc: memref<?x4x8x16x8xf16>,
+    %vc: memref<?x4x64x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
+    %out: memref<?x32x64xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>,
+    %tmp: memref<?x32x?x64xf32>) {
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl
+      : memref<?x32x64xf16>, memref<?x4x8x16x8xf16>, memref<?x4x64x16xf16>,
+        memref<?x?xi32>, memref<?xi32>)
+      outs(%out : memref<?x32x64xf16>)
+      workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x64xf32>)
+      {scale = 0.125 : f32}
+  return
+}

@@ -1,0 +1,417 @@
+#===- pa_testlib.py - shared helpers of the Python drop-in tests ------------===#
+#
+# Not a test (lit.local.cfg excludes it). A tiny pass/fail harness, the input
+# generator (seeded torch.Generator, poisoned padding), the float64
+# reference, and the table of refused calls that test_errors.py (real torch)
+# and test_checks_fake_torch.py (a stand-in torch) both run. torch is imported
+# lazily so that the stand-in can be installed first.
+#
+#===------------------------------------------------------------------------===#
+
+import math
+import os
+import sys
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+PARTITION = 512
+
+# Relative error bounds against the float64 reference, per dtype name.
+BOUNDS = {"float16": 5e-3, "bfloat16": 1e-2, "float32": 1e-4}
+
+
+def import_paged_attn():
+    """paged_attn from PYTHONPATH, else from this checkout's runtime/python."""
+    try:
+        import paged_attn
+    except ImportError:
+        sys.path.insert(0, os.path.join(REPO, "runtime", "python"))
+        import paged_attn
+    return paged_attn
+
+
+#===----------------------------------------------------------------------===#
+# Harness
+#===----------------------------------------------------------------------===#
+
+
+class Results:
+    """Runs named checks, prints one line each and a 'N passed, M failed' summary."""
+
+    def __init__(self, title):
+        self.title = title
+        self.passed = self.failed = self.skipped = 0
+        print("# " + title, flush=True)
+
+    def run(self, name, fn, *args, **kwargs):
+        try:
+            note = fn(*args, **kwargs)
+        except Skip as s:
+            self.skip(name, str(s))
+            return
+        except Exception:
+            self.failed += 1
+            print("FAIL %s\n%s" % (name, _indent(traceback.format_exc())), flush=True)
+            return
+        self.passed += 1
+        print("PASS %s%s" % (name, "  " + note if note else ""), flush=True)
+
+    def skip(self, name, why):
+        self.skipped += 1
+        print("SKIP %s: %s" % (name, why), flush=True)
+
+    def guarded(self, body):
+        """Runs body(self), then finish(); an exception escaping body (say a sticky
+        CUDA error outside a check) counts as one failure, summary still printed."""
+        try:
+            body(self)
+        except Exception:
+            self.failed += 1
+            print("FAIL (run aborted)\n%s" % _indent(traceback.format_exc()), flush=True)
+        self.finish()
+
+    def finish(self):
+        extra = ", %d skipped" % self.skipped if self.skipped else ""
+        print("%d passed, %d failed%s" % (self.passed, self.failed, extra), flush=True)
+        sys.exit(1 if self.failed else 0)
+
+
+class Skip(Exception):
+    """Raised by a check that cannot run here (printed, not counted as a pass)."""
+
+
+def _indent(text):
+    return "\n".join("    " + line for line in text.rstrip().splitlines())
+
+
+def expect_raises(exc_type, substrings, fn, *args, **kwargs):
+    """Calls fn; requires an exception of exactly exc_type (or a subclass) whose
+    message contains every substring. Returns the message."""
+    try:
+        fn(*args, **kwargs)
+    except exc_type as e:
+        msg = str(e)
+        for s in substrings:
+            if s not in msg:
+                raise AssertionError("%s raised, but its message lacks %r: %s"
+                                     % (type(e).__name__, s, msg))
+        return msg
+    except Exception as e:
+        raise AssertionError("expected %s, got %s: %s" % (exc_type.__name__, type(e).__name__, e))
+    raise AssertionError("expected %s, nothing raised" % exc_type.__name__)
+
+
+def test_seed_value():
+    """The seed of this run's inputs: $PA_TEST_SEED, else fresh (printed)."""
+    env = os.environ.get("PA_TEST_SEED")
+    seed = int(env) if env else int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
+    print("# input seed %d (rerun with PA_TEST_SEED=%d)" % (seed, seed), flush=True)
+    return seed
+
+
+#===----------------------------------------------------------------------===#
+# Inputs and the float64 reference
+#===----------------------------------------------------------------------===#
+
+
+class Case:
+    """One decode problem on the GPU: inputs, a NaN-poisoned output and workspace."""
+
+    def __init__(self, S, H, KVH, D, BS, lens, dtype, tmp_dtype=None, seed=0, device="cuda",
+                 extra_blocks=3, extra_table=0, extra_partitions=0, q_scale=1.0,
+                 poison_padding=True):
+        import torch
+        assert len(lens) == S and all(1 <= L for L in lens)
+        self.S, self.H, self.KVH, self.D, self.BS = S, H, KVH, D, BS
+        self.lens, self.dtype = list(lens), dtype
+        self.tmp_dtype = tmp_dtype if tmp_dtype is not None else torch.float32
+        g = torch.Generator().manual_seed(seed)
+        x = 16 // torch.tensor([], dtype=dtype).element_size()
+        nb_seq = [-(-L // BS) for L in lens]
+        MB = max(nb_seq) + extra_table
+        NB = sum(nb_seq) + extra_blocks + 1  # the last block is the poison block
+        kc = torch.randn(NB, KVH, D // x, BS, x, generator=g) * 0.5
+        vc = torch.randn(NB, KVH, D, BS, generator=g)
+        poison = NB - 1
+        perm = torch.randperm(NB - 1, generator=g)
+        bt = torch.full((S, MB), poison, dtype=torch.int32)
+        pos = 0
+        for i, nb in enumerate(nb_seq):
+            bt[i, :nb] = perm[pos:pos + nb].to(torch.int32)
+            pos += nb
+        if poison_padding:
+            # Slots past a sequence's end and table entries past its last block
+            # hold NaN, as stale cache memory may: a kernel that lets them into
+            # the softmax or the weighted sum produces NaN.
+            kc[poison] = float("nan")
+            vc[poison] = float("nan")
+            for i, L in enumerate(lens):
+                tail = L % BS
+                if tail:
+                    b = int(bt[i, nb_seq[i] - 1])
+                    kc[b, :, :, tail:, :] = float("nan")
+                    vc[b, :, :, tail:] = float("nan")
+        q = torch.randn(S, H, D, generator=g) * q_scale
+        self.max_seq_len = max(lens)
+        self.P = -(-self.max_seq_len // PARTITION) + extra_partitions
+        self.MB, self.NB = MB, NB
+        self.query = q.to(dtype).to(device)
+        self.key_cache = kc.to(dtype).to(device)
+        self.value_cache = vc.to(dtype).to(device)
+        self.block_tables = bt.to(device)
+        self.seq_lens = torch.tensor(lens, dtype=torch.int32, device=device)
+        self.scale = 1.0 / math.sqrt(D)
+        self.output = torch.full((S, H, D), float("nan"), dtype=dtype, device=device)
+        self.exp_sums = torch.full((S, H, self.P), float("nan"), dtype=torch.float32,
+                                   device=device)
+        self.max_logits = torch.full_like(self.exp_sums, float("nan"))
+        self.tmp_output = torch.full((S, H, self.P, D), float("nan"), dtype=self.tmp_dtype,
+                                     device=device)
+
+    def args(self, max_seq_len="auto"):
+        """The seed's positional arguments (alibi_slopes None)."""
+        msl = self.max_seq_len if max_seq_len == "auto" else max_seq_len
+        return (self.output, self.exp_sums, self.max_logits, self.tmp_output, self.query,
+                self.key_cache, self.value_cache, self.KVH, self.scale, self.block_tables,
+                self.seq_lens, self.BS, msl, None)
+
+    def poison(self):
+        for t in (self.output, self.exp_sums, self.max_logits, self.tmp_output):
+            t.fill_(float("nan"))
+
+    def describe(self):
+        import torch
+        lens = self.lens if len(self.lens) <= 6 else self.lens[:5] + ["...%d seqs" % self.S]
+        return "%s tmp=%s S=%d H=%d KVH=%d D=%d BS=%d lens=%s P=%d" % (
+            str(self.dtype).replace("torch.", ""), str(self.tmp_dtype).replace("torch.", ""),
+            self.S, self.H, self.KVH, self.D, self.BS, lens, self.P)
+
+
+def reference(query, key_cache, value_cache, block_tables, seq_lens, scale):
+    """float64 reference on the inputs' device, one sequence at a time."""
+    import torch
+    S, H, D = query.shape
+    NB, KVH, Dx, BS, x = key_cache.shape
+    G = H // KVH
+    lens = seq_lens.tolist()
+    out = torch.empty(S, H, D, dtype=torch.float64, device=query.device)
+    for s in range(S):
+        L = lens[s]
+        nb = -(-L // BS)
+        blocks = block_tables[s, :nb].long()
+        k = key_cache[blocks].permute(0, 3, 1, 2, 4).reshape(nb * BS, KVH, D)[:L].double()
+        v = value_cache[blocks].permute(0, 3, 1, 2).reshape(nb * BS, KVH, D)[:L].double()
+        q = query[s].double().reshape(KVH, G, D)
+        logits = torch.einsum("kgd,lkd->kgl", q, k) * scale
+        p = torch.softmax(logits, dim=-1)
+        out[s] = torch.einsum("kgl,lkd->kgd", p, v).reshape(H, D)
+    return out
+
+
+def rel_error(out, ref):
+    """Largest per-sequence ||out - ref|| / ||ref||; inf if out holds a NaN/Inf."""
+    import torch
+    o = out.double()
+    if not torch.isfinite(o).all():
+        bad = (~torch.isfinite(o)).nonzero()
+        raise AssertionError("output holds %d non-finite values, first at %s"
+                             % (bad.shape[0], bad[0].tolist()))
+    num = (o - ref).flatten(1).norm(dim=1)
+    den = ref.flatten(1).norm(dim=1).clamp_min(1e-30)
+    return float((num / den).max())
+
+
+def check_close(out, ref, dtype, what="output"):
+    err = rel_error(out, ref)
+    bound = BOUNDS[str(dtype).replace("torch.", "")]
+    if not err <= bound:
+        raise AssertionError("%s: relative error %.3e exceeds the %s bound %.0e"
+                             % (what, err, str(dtype).replace("torch.", ""), bound))
+    return err
+
+
+#===----------------------------------------------------------------------===#
+# Calls the drop-in must refuse (shared by test_errors and the fake-torch test)
+#===----------------------------------------------------------------------===#
+
+
+def baseline(torch, make, device, dtype=None, S=3, H=8, KVH=2, D=64, BS=16, MB=80, NB=12,
+             max_seq_len=600, tmp_dtype=None):
+    """A valid call's arguments as a dict (keyword names of the seed's signature).
+    `make(shape, dtype, device)` creates a tensor (contents irrelevant here)."""
+    dtype = dtype or torch.float16
+    x = 16 // {torch.float16: 2, torch.bfloat16: 2, torch.float32: 4}[dtype]
+    P = -(-max_seq_len // PARTITION)
+    return dict(
+        output=make((S, H, D), dtype, device),
+        exp_sums=make((S, H, P), torch.float32, device),
+        max_logits=make((S, H, P), torch.float32, device),
+        tmp_output=make((S, H, P, D), tmp_dtype or torch.float32, device),
+        query=make((S, H, D), dtype, device),
+        key_cache=make((NB, KVH, D // x, BS, x), dtype, device),
+        value_cache=make((NB, KVH, D, BS), dtype, device),
+        num_kv_heads=KVH, scale=0.125,
+        block_tables=make((S, MB), torch.int32, device),
+        seq_lens=make((S,), torch.int32, device),
+        block_size=BS, max_seq_len=max_seq_len, alibi_slopes=None)
+
+
+def refusal_cases(torch, make, device, make_strided=None, make_misaligned=None):
+    """(name, kwargs of the call, exception type, substrings of the message).
+    `make_strided(shape, dtype, device)` gives a non-contiguous tensor and
+    `make_misaligned(...)` one starting 2 bytes past a 16-byte boundary."""
+    f16, bf16, f32 = torch.float16, torch.bfloat16, torch.float32
+    B = lambda **kw: baseline(torch, make, device, **kw)  # noqa: E731
+
+    def mod(_base=None, **changes):
+        args = dict(_base or B())
+        args.update(changes)
+        return args
+
+    S, H, KVH, D, BS, MB, NB, P = 3, 8, 2, 64, 16, 80, 12, 2
+    m = lambda shape, dt=f16: make(shape, dt, device)  # noqa: E731
+    small_workspace = mod(max_seq_len=1100)  # P = 2 partitions, 1100 tokens need 3
+    cases = [
+        # keywords and unsupported features
+        ("unknown keyword", mod(foo=1), TypeError, ["unexpected keyword", "'foo'"]),
+        ("two unknown keywords", mod(foo=1, bar=2), TypeError, ["'bar'", "'foo'"]),
+        ("block-sparse", mod(blocksparse_vert_stride=4), NotImplementedError,
+         ["block-sparse", "blocksparse_vert_stride=4"]),
+        ("block-sparse keyword not an int", mod(blocksparse_vert_stride="4"), TypeError,
+         ["blocksparse_vert_stride"]),
+        ("alibi_slopes", mod(alibi_slopes=m((H,), f32)), NotImplementedError,
+         ["alibi_slopes is not supported yet"]),
+        ("kv_cache_dtype fp8", mod(kv_cache_dtype="fp8"), NotImplementedError,
+         ["kv_cache_dtype='fp8'", "auto"]),
+        ("kv_cache_dtype not a str", mod(kv_cache_dtype=None), TypeError,
+         ["kv_cache_dtype must be a str"]),
+        ("k_scale 0.5", mod(k_scale=0.5), ValueError, ["k_scale=0.5", "auto"]),
+        ("v_scale 2", mod(v_scale=2.0), ValueError, ["v_scale=2.0"]),
+        ("k_scale a string", mod(k_scale="1"), TypeError, ["k_scale must be a float"]),
+        ("fixed_grid not a bool", mod(fixed_grid=1), TypeError, ["fixed_grid must be a bool"]),
+        # scalars
+        ("num_kv_heads a float", mod(num_kv_heads=2.0), TypeError, ["num_kv_heads", "int"]),
+        ("num_kv_heads mismatch", mod(num_kv_heads=4), ValueError,
+         ["num_kv_heads argument (4) must equal key_cache.shape[1] (2)"]),
+        ("block_size mismatch", mod(block_size=32), ValueError,
+         ["block_size argument (32) must equal key_cache.shape[3] (16)"]),
+        ("scale NaN", mod(scale=float("nan")), ValueError, ["scale must be finite"]),
+        ("scale a string", mod(scale="0.1"), TypeError, ["scale must be a float"]),
+        ("max_seq_len a string", mod(max_seq_len="600"), TypeError, ["max_seq_len"]),
+        ("max_seq_len None without fixed_grid", mod(max_seq_len=None), TypeError,
+         ["max_seq_len"]),
+        ("max_seq_len 0", mod(max_seq_len=0), ValueError, ["max_seq_len must be >= 1",
+                                                          "fixed_grid"]),
+        ("max_seq_len past the block tables", mod(max_seq_len=MB * BS + 1), ValueError,
+         ["max_seq_len (1281)", "80 * 16 = 1280"]),
+        # dtypes
+        ("query float64", mod(query=m((S, H, D), torch.float64)), TypeError,
+         ["query must be float16, bfloat16 or float32", "float64"]),
+        ("output dtype", mod(output=m((S, H, D), bf16)), TypeError,
+         ["output must have the query's dtype float16", "bfloat16"]),
+        ("key_cache dtype", mod(key_cache=m((NB, KVH, D // 8, BS, 8), bf16)), TypeError,
+         ["key_cache must have the query's dtype"]),
+        ("value_cache dtype", mod(value_cache=m((NB, KVH, D, BS), f32)), TypeError,
+         ["value_cache must have the query's dtype"]),
+        ("block_tables int64", mod(block_tables=m((S, MB), torch.int64)), TypeError,
+         ["block_tables must be int32", "int64"]),
+        ("seq_lens int64", mod(seq_lens=m((S,), torch.int64)), TypeError,
+         ["seq_lens must be int32"]),
+        ("exp_sums float16", mod(exp_sums=m((S, H, P), f16)), TypeError,
+         ["exp_sums must be float32", "float16"]),
+        ("max_logits float64", mod(max_logits=m((S, H, P), torch.float64)), TypeError,
+         ["max_logits must be float32"]),
+        ("tmp_output bfloat16 for a float16 query", mod(tmp_output=m((S, H, P, D), bf16)),
+         TypeError, ["tmp_output must be float32 or the query's dtype float16", "bfloat16"]),
+        ("query not a tensor", mod(query=[[0.0]]), TypeError,
+         ["query must be a torch.Tensor", "list"]),
+        # shapes
+        ("query 2-D", mod(query=m((S, H * D))), ValueError, ["query must have shape"]),
+        ("output shape", mod(output=m((S, H, 128))), ValueError,
+         ["output must have shape", "[3, 8, 64]", "[3, 8, 128]"]),
+        ("key_cache x", mod(key_cache=m((NB, KVH, D // 4, BS, 4))), ValueError,
+         ["key_cache", "x = 16 bytes / 2-byte element = 8"]),
+        ("key_cache head_size", mod(key_cache=m((NB, KVH, 16, BS, 8))), ValueError,
+         ["key_cache", "head_size/x = 64/8"]),
+        ("key_cache rank", mod(key_cache=m((NB, KVH, D, BS))), ValueError,
+         ["key_cache must have shape"]),
+        ("value_cache shape", mod(value_cache=m((NB, KVH, BS, D))), ValueError,
+         ["value_cache must have shape", "[12, 2, 64, 16]"]),
+        ("value_cache num_blocks", mod(value_cache=m((NB + 1, KVH, D, BS))), ValueError,
+         ["value_cache must have shape"]),
+        ("num_heads not a multiple of num_kv_heads",
+         mod(B(H=6, KVH=4)), ValueError, ["num_heads (query.shape[1] = 6)", "num_kv_heads (4)"]),
+        ("head_size 32 unsupported", mod(B(D=32)), NotImplementedError,
+         ["head_size 32", "supported"]),
+        ("block_size 64 unsupported", mod(B(BS=64, MB=20)), NotImplementedError,
+         ["block_size 64"]),
+        ("block_tables rows", mod(block_tables=m((S + 1, MB), torch.int32)), ValueError,
+         ["block_tables must have shape", "num_seqs = 3"]),
+        ("seq_lens shape", mod(seq_lens=m((S, 1), torch.int32)), ValueError,
+         ["seq_lens must have shape", "[3]"]),
+        ("exp_sums heads", mod(exp_sums=m((S, H + 1, P), f32)), ValueError,
+         ["exp_sums must have shape"]),
+        ("max_logits partitions", mod(max_logits=m((S, H, P + 1), f32)), ValueError,
+         ["max_logits must have shape"]),
+        ("tmp_output head_size", mod(tmp_output=m((S, H, P, D + 8), f32)), ValueError,
+         ["tmp_output must have shape", "[3, 8, 2, 64]"]),
+        ("workspace too small", small_workspace, ValueError,
+         ["workspace too small", "ceil(1100 / 512) = 3", "max_num_partitions = 2"]),
+    ]
+    if make_strided is not None:
+        for name, shape, dt in (("query", (S, H, D), f16),
+                                ("key_cache", (NB, KVH, D // 8, BS, 8), f16),
+                                ("block_tables", (S, MB), torch.int32),
+                                ("tmp_output", (S, H, P, D), f32)):
+            strided = make_strided(shape, dt, device)
+            cases.append(("%s not contiguous" % name, mod(**{name: strided}), ValueError,
+                          ["%s must be contiguous" % name]))
+    if make_misaligned is not None:
+        cases.append(("key_cache misaligned",
+                      mod(key_cache=make_misaligned((NB, KVH, D // 8, BS, 8), f16, device)),
+                      ValueError, ["key_cache must start at a 16-byte aligned address"]))
+    return cases
+
+
+SEED_PARAMS = ("output", "exp_sums", "max_logits", "tmp_output", "query", "key_cache",
+               "value_cache", "num_kv_heads", "scale", "block_tables", "seq_lens", "block_size",
+               "max_seq_len", "alibi_slopes")
+
+
+def check_only(pa, args):
+    """Runs only the host checks of a call given as a dict (no runtime needed)."""
+    a = dict(args)
+    pos = [a.pop(n) for n in SEED_PARAMS]
+    kv = a.pop("kv_cache_dtype", "auto")
+    ks, vs = a.pop("k_scale", 1.0), a.pop("v_scale", 1.0)
+    fixed = a.pop("fixed_grid", False)
+    return pa._checks.check_call(*pos, kv, ks, vs, a, fixed)
+
+
+def accepted_cases(torch, make, device):
+    """Calls every host check must accept: (name, kwargs)."""
+    f32, bf16 = torch.float32, torch.bfloat16
+    B = lambda **kw: baseline(torch, make, device, **kw)  # noqa: E731
+
+    def mod(base, **changes):
+        base.update(changes)
+        return base
+
+    return [
+        ("baseline float16", B()),
+        ("bfloat16, tmp_output bfloat16", B(dtype=bf16, tmp_dtype=bf16)),
+        ("float32 (x = 4)", B(dtype=f32)),
+        ("MQA 32 heads / 1 KV head, block 32, head 256", B(H=32, KVH=1, BS=32, D=256, MB=40)),
+        ("head 80, block 8", B(D=80, BS=8, MB=160)),
+        ("group 6", B(H=12, KVH=2)),
+        ("int k_scale/v_scale 1", mod(B(), k_scale=1, v_scale=1)),
+        ("vLLM dense keywords", mod(B(), tp_rank=3, blocksparse_local_blocks=0,
+                                    blocksparse_vert_stride=1, blocksparse_block_size=64,
+                                    blocksparse_head_sliding_step=0)),
+        ("fixed_grid, max_seq_len None", mod(B(), fixed_grid=True, max_seq_len=None)),
+        ("fixed_grid, max_seq_len 17", mod(B(), fixed_grid=True, max_seq_len=17)),
+        ("workspace larger than needed", mod(B(), max_seq_len=3)),
+        ("max_seq_len at the block tables' capacity", mod(B(MB=64), max_seq_len=1024)),
+        ("empty batch", B(S=0)),
+    ]

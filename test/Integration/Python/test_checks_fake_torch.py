@@ -1,0 +1,357 @@
+# RUN: %python %s
+#
+# The host side of the torch drop-in without torch or a GPU: a stand-in
+# `torch` module (tensors that are only metadata) is installed before
+# paged_attn is imported. Checks every refusal of pa_testlib.refusal_cases,
+# the accepted calls, the pa_decode_args a call builds (fields, pointer
+# order, fixed_grid -> max_seq_len 0, the stream), the device rules, the
+# library/kernel-folder lookup errors and the pa_status -> exception mapping.
+# Runs on the build machine; test_errors.py runs the same table on real torch.
+
+import ctypes
+import inspect
+import os
+import sys
+import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pa_testlib as T  # noqa: E402
+
+#===----------------------------------------------------------------------===#
+# A stand-in torch: just what paged_attn's host code reads
+#===----------------------------------------------------------------------===#
+
+
+class _DType:
+    def __init__(self, name, size):
+        self.name, self.itemsize = name, size
+
+    def __repr__(self):
+        return "torch." + self.name
+
+    __str__ = __repr__
+
+
+class _Device:
+    def __init__(self, spec):
+        if isinstance(spec, _Device):
+            spec = str(spec)
+        kind, _, idx = str(spec).partition(":")
+        self.type = kind
+        self.index = int(idx) if idx else (0 if kind == "cuda" else None)
+
+    def __eq__(self, other):
+        return isinstance(other, _Device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def __str__(self):
+        return self.type if self.index is None else "%s:%d" % (self.type, self.index)
+
+    __repr__ = __str__
+
+
+_next_ptr = [0x7F0000000000]
+
+
+class _Tensor:
+    def __init__(self, shape, dtype, device="cuda:0", strides=None, offset_bytes=0, value=0.0):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.device = _Device(device)
+        self._strides = tuple(strides) if strides is not None else self._contiguous_strides()
+        self._ptr = _next_ptr[0] + offset_bytes
+        _next_ptr[0] += 1 << 20
+        self._value = value
+
+    def _contiguous_strides(self):
+        st, acc = [], 1
+        for n in reversed(self.shape):
+            st.append(acc)
+            acc *= max(n, 1)
+        return tuple(reversed(st))
+
+    def dim(self):
+        return len(self.shape)
+
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    def stride(self):
+        return self._strides
+
+    def is_contiguous(self):
+        want = self._contiguous_strides()
+        return all(a == b for a, b, n in zip(self._strides, want, self.shape) if n > 1)
+
+    def data_ptr(self):
+        return self._ptr
+
+    def item(self):
+        return self._value
+
+
+capturing = [False]
+fake = types.ModuleType("torch")
+for _n, _s in (("float16", 2), ("bfloat16", 2), ("float32", 4), ("float64", 8), ("int32", 4),
+               ("int64", 8)):
+    setattr(fake, _n, _DType(_n, _s))
+fake.Tensor = _Tensor
+fake.device = _Device
+fake.cuda = types.SimpleNamespace(
+    current_device=lambda: 0, device_count=lambda: 2,
+    is_current_stream_capturing=lambda: capturing[0],
+    current_stream=lambda d=None: types.SimpleNamespace(cuda_stream=0x5151))
+sys.modules["torch"] = fake
+
+pa = T.import_paged_attn()
+from paged_attn import _capi, ops  # noqa: E402
+
+
+def make(shape, dtype, device):
+    return _Tensor(shape, dtype, device)
+
+
+def make_strided(shape, dtype, device):
+    st = list(_Tensor(shape, dtype)._contiguous_strides())
+    st[0] *= 2  # every row twice as far apart: a gap after each
+    return _Tensor(shape, dtype, device, strides=st)
+
+
+def make_misaligned(shape, dtype, device):
+    return _Tensor(shape, dtype, device, offset_bytes=2)
+
+
+class Recorder:
+    """Stands in for a _capi.Context: records what would reach the C ABI."""
+
+    def __init__(self):
+        self.calls = []
+
+    def decode(self, args, stream):
+        self.calls.append(("decode", args, stream))
+
+    def plan(self, args):
+        self.calls.append(("plan", args, None))
+        return {"variant": "fake"}
+
+
+rec = Recorder()
+_real_context = ops._context  # the capture check below needs the real one
+ops._context = lambda idx: (rec.calls.append(("context", idx, None)), rec)[1]
+ops._current_stream = lambda idx: 0xC0FFEE + idx
+
+#===----------------------------------------------------------------------===#
+# Checks
+#===----------------------------------------------------------------------===#
+
+
+def refused(args, exc, subs):
+    T.expect_raises(exc, subs, pa.paged_attention_v2, **args)
+
+
+def accepted(args):
+    T.check_only(pa, args)
+
+
+def signature_is_the_seeds():
+    ps = list(inspect.signature(pa.paged_attention_v2).parameters.values())
+    names = [p.name for p in ps]
+    assert names == list(T.SEED_PARAMS) + ["kv_cache_dtype", "k_scale", "v_scale", "fixed_grid",
+                                          "kwargs"], names
+    defaults = {p.name: p.default for p in ps if p.default is not inspect.Parameter.empty}
+    assert defaults == {"kv_cache_dtype": "auto", "k_scale": 1.0, "v_scale": 1.0,
+                        "fixed_grid": False}, defaults
+    assert ps[-2].kind is inspect.Parameter.KEYWORD_ONLY
+    assert ps[-1].kind is inspect.Parameter.VAR_KEYWORD
+
+
+def decode_args_built():
+    rec.calls.clear()
+    a = T.baseline(fake, make, "cuda:1", dtype=fake.bfloat16, tmp_dtype=fake.bfloat16)
+    pa.paged_attention_v2(**a)
+    kinds = [c[0] for c in rec.calls]
+    assert kinds == ["context", "decode"], kinds
+    assert rec.calls[0][1] == 1, "context for device 1, got %r" % rec.calls[0][1]
+    _, d, stream = rec.calls[1]
+    assert stream == 0xC0FFEE + 1, hex(stream)
+    assert isinstance(d, _capi.DecodeArgs)
+    want = dict(dtype=_capi.PA_BF16, tmp_dtype=_capi.PA_BF16, num_seqs=3, num_heads=8,
+                num_kv_heads=2, head_size=64, block_size=16, num_blocks=12,
+                max_blocks_per_seq=80, max_num_partitions=2, partition_size=512, max_seq_len=600)
+    got = {k: getattr(d, k) for k in want}
+    assert got == want, got
+    assert d.scale == ctypes.c_float(0.125).value
+    for name in ("query", "key_cache", "value_cache", "block_tables", "seq_lens", "output",
+                 "exp_sums", "max_logits", "tmp_output"):
+        assert getattr(d, name) == a[name].data_ptr(), name
+
+
+def fixed_grid_passes_zero():
+    rec.calls.clear()
+    a = T.baseline(fake, make, "cuda:0")
+    pa.paged_attention_v2(**a, fixed_grid=True)
+    assert rec.calls[-1][1].max_seq_len == 0
+    a["max_seq_len"] = None
+    pa.paged_attention_v2(**a, fixed_grid=True)
+    assert rec.calls[-1][1].max_seq_len == 0
+    assert rec.calls[-1][1].tmp_dtype == _capi.PA_F32
+
+
+def float32_dtypes():
+    rec.calls.clear()
+    pa.paged_attention_v2(**T.baseline(fake, make, "cuda:0", dtype=fake.float32))
+    d = rec.calls[-1][1]
+    assert (d.dtype, d.tmp_dtype) == (_capi.PA_F32, _capi.PA_F32)
+
+
+def empty_batch_launches_nothing():
+    rec.calls.clear()
+    pa.paged_attention_v2(**T.baseline(fake, make, "cuda:0", S=0))
+    assert rec.calls == [], rec.calls
+
+
+def plan_goes_through_checks():
+    rec.calls.clear()
+    assert pa.plan(**T.baseline(fake, make, "cuda:0")) == {"variant": "fake"}
+    assert [c[0] for c in rec.calls] == ["context", "plan"]
+    T.expect_raises(NotImplementedError, ["alibi"], pa.plan,
+                    **dict(T.baseline(fake, make, "cuda:0"), alibi_slopes=make((8,), fake.float32,
+                                                                               "cuda:0")))
+
+
+def cpu_tensors_refused():
+    T.expect_raises(ValueError, ["query must be a CUDA tensor", "cpu"], pa.paged_attention_v2,
+                    **T.baseline(fake, make, "cpu"))
+
+
+def mixed_devices_refused():
+    a = T.baseline(fake, make, "cuda:0")
+    a["key_cache"] = make(a["key_cache"].shape, fake.float16, "cuda:1")
+    T.expect_raises(ValueError, ["key_cache is on cuda:1 but query is on cuda:0"],
+                    pa.paged_attention_v2, **a)
+    a = T.baseline(fake, make, "cuda:0")
+    a["seq_lens"] = make((3,), fake.int32, "cpu")
+    T.expect_raises(ValueError, ["seq_lens is on cpu"], pa.paged_attention_v2, **a)
+
+
+def scale_tensors():
+    a = T.baseline(fake, make, "cuda:0")
+    T.expect_raises(TypeError, ["k_scale", "synchronise"], pa.paged_attention_v2,
+                    **dict(a, k_scale=_Tensor((), fake.float32, "cuda:0", value=1.0)))
+    accepted(dict(a, k_scale=_Tensor((), fake.float32, "cpu", value=1.0)))
+    T.expect_raises(ValueError, ["v_scale=0.5"], pa.paged_attention_v2,
+                    **dict(a, v_scale=_Tensor((1,), fake.float32, "cpu", value=0.5)))
+
+
+def first_context_during_capture_refused():
+    capturing[0] = True
+    try:
+        T.expect_raises(RuntimeError, ["during CUDA graph capture", "paged_attn.init(0)"],
+                        _real_context, 0)
+    finally:
+        capturing[0] = False
+
+
+def runtime_library_not_found():
+    saved_lib, saved_env = _capi._lib, os.environ.get("PA_RUNTIME_LIB")
+    _capi._lib = None
+    os.environ["PA_RUNTIME_LIB"] = "/nonexistent/libpa_runtime.so"
+    try:
+        T.expect_raises(FileNotFoundError, ["libpa_runtime.so not found",
+                                            "/nonexistent/libpa_runtime.so", "PA_RUNTIME_LIB"],
+                        _capi.library)
+    finally:
+        _capi._lib = saved_lib
+        if saved_env is None:
+            del os.environ["PA_RUNTIME_LIB"]
+        else:
+            os.environ["PA_RUNTIME_LIB"] = saved_env
+
+
+def runtime_library_search_order():
+    saved = os.environ.pop("PA_RUNTIME_LIB", None)
+    try:
+        c = _capi.library_candidates()
+        pkg = os.path.dirname(os.path.abspath(_capi.__file__))
+        root = os.path.dirname(os.path.dirname(os.path.dirname(pkg)))
+        assert c == [os.path.join(pkg, "lib", "libpa_runtime.so")] + [
+            os.path.join(root, b, sub, "libpa_runtime.so")
+            for b in ("build", "build-rt") for sub in ("lib", "runtime")], c
+        os.environ["PA_RUNTIME_LIB"] = T.HERE  # a folder: the library inside it
+        assert _capi.library_candidates() == [os.path.join(T.HERE, "libpa_runtime.so")]
+    finally:
+        os.environ.pop("PA_RUNTIME_LIB", None)
+        if saved is not None:
+            os.environ["PA_RUNTIME_LIB"] = saved
+
+
+def kernel_library_not_found():
+    saved = os.environ.get("PA_KERNEL_LIBRARY")
+    os.environ["PA_KERNEL_LIBRARY"] = "/nonexistent/kernels"
+    try:
+        T.expect_raises(FileNotFoundError, ["no kernel library folder", "/nonexistent/kernels",
+                                            "PA_KERNEL_LIBRARY"], ops.kernel_library_dir)
+    finally:
+        if saved is None:
+            del os.environ["PA_KERNEL_LIBRARY"]
+        else:
+            os.environ["PA_KERNEL_LIBRARY"] = saved
+
+
+def status_to_exception():
+    st = _capi.Status(_capi.PA_ERROR_CUDA, b"CUDA_ERROR_INVALID_PTX", b"JIT log: bad")
+    T.expect_raises(RuntimeError, ["pa_decode_v2 failed", "PA_ERROR_CUDA",
+                                       "CUDA_ERROR_INVALID_PTX", "JIT log: bad"],
+                        _capi.check, st, "pa_decode_v2")
+    st = _capi.Status(_capi.PA_ERROR_UNSUPPORTED, b"", b"no variant for head_size 80")
+    try:
+        _capi.check(st, "pa_decode_v2")
+    except _capi.PagedAttnError as err:
+        assert isinstance(err, NotImplementedError) and isinstance(err, RuntimeError)
+        assert err.code == _capi.PA_ERROR_UNSUPPORTED and err.driver_error == ""
+        assert "no variant for head_size 80" in str(err)
+    else:
+        raise AssertionError("no exception")
+    _capi.check(_capi.Status(_capi.PA_OK, b"", b""), "x")
+
+
+def struct_layouts():
+    # Offsets as the C compiler lays out pa_runtime.h's structs on x86-64/aarch64.
+    S, D, P = _capi.Status, _capi.DecodeArgs, _capi.Plan
+    assert ctypes.sizeof(S) == 4 + 64 + 1024, ctypes.sizeof(S)
+    assert D.scale.offset == 48 and D.query.offset == 56 and D.tmp_output.offset == 120
+    assert ctypes.sizeof(D) == 128, ctypes.sizeof(D)
+    assert P.one_pass.offset == 128 and P.grid.offset == 140 and P.reduce_block.offset == 176
+    assert ctypes.sizeof(P) == 188, ctypes.sizeof(P)
+
+
+def body(r):
+    r.run("signature is the seed's", signature_is_the_seeds)
+    for name, args, exc, subs in T.refusal_cases(fake, make, "cuda:0", make_strided,
+                                                  make_misaligned):
+        r.run("refuses: " + name, refused, args, exc, subs)
+    for name, args in T.accepted_cases(fake, make, "cuda:0"):
+        r.run("accepts: " + name, accepted, args)
+    for fn in (decode_args_built, fixed_grid_passes_zero, float32_dtypes,
+               empty_batch_launches_nothing, plan_goes_through_checks, cpu_tensors_refused,
+               mixed_devices_refused, scale_tensors, first_context_during_capture_refused,
+               runtime_library_not_found, runtime_library_search_order, kernel_library_not_found,
+               status_to_exception,
+               struct_layouts):
+        r.run(fn.__name__, fn)
+
+
+def main():
+    T.Results("paged_attn host checks on a stand-in torch (no GPU, no torch needed)").guarded(body)
+
+
+if __name__ == "__main__":
+    main()

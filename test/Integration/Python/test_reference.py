@@ -1,0 +1,122 @@
+# REQUIRES: cuda-gpu, python-torch
+# RUN: %python %s
+#
+# paged_attn.paged_attention_v2 against a float64 reference on fresh random
+# inputs (seed printed; PA_TEST_SEED reproduces a run). The output and the
+# workspace are poisoned with NaN before each call, and so are the cache
+# slots past each sequence's end and the block-table entries past its last
+# block, so an unwritten element or a token read past the end fails.
+# Relative error bounds (largest per-sequence ||out - ref|| / ||ref||):
+# 5e-3 float16, 1e-2 bfloat16, 1e-4 float32.
+#
+# Covers: the three dtypes (tmp_output float32 and in the query's dtype);
+# head sizes 64, 80, 96, 112, 128, 192, 256; block sizes 8, 16, 32; groups
+# 1, 3, 4, 6, 8 and MQA (32 heads, 1 KV head); ragged lengths with 1, exact
+# partition and block edges, a 32768-token context; a one-partition batch
+# (one-pass path), a 64-sequence batch; workspace and block tables larger
+# than needed; fixed-grid mode; a peaked softmax; a non-default stream.
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pa_testlib as T  # noqa: E402
+
+import torch  # noqa: E402
+
+pa = T.import_paged_attn()
+f16, bf16, f32 = torch.float16, torch.bfloat16, torch.float32
+
+
+def cases(seed):
+    """(name, Case arguments, call options)."""
+    g = torch.Generator().manual_seed(seed ^ 0x5EED)
+    ragged = lambda n, hi: torch.randint(1, hi + 1, (n,), generator=g).tolist()  # noqa: E731
+    L5 = [1, 17, 512, 513, 3000]
+    out = []
+    for dt in (f16, bf16, f32):
+        n = str(dt).replace("torch.", "")
+        out += [
+            ("%s gqa4 d128 b16" % n, dict(S=5, H=32, KVH=8, D=128, BS=16, lens=L5, dtype=dt), {}),
+            ("%s gqa4 d64 b32" % n, dict(S=3, H=16, KVH=4, D=64, BS=32, lens=[1, 100, 1500],
+                                         dtype=dt), {}),
+            ("%s mha d256 b8" % n, dict(S=2, H=16, KVH=16, D=256, BS=8, lens=[700, 31], dtype=dt),
+             {}),
+        ]
+        if dt is not f32:
+            out.append(("%s tmp_output %s" % (n, n),
+                        dict(S=4, H=32, KVH=8, D=128, BS=16, lens=[1, 511, 1025, 2600], dtype=dt,
+                             tmp_dtype=dt), {}))
+    for D in (80, 96, 112, 192):
+        out.append(("f16 head %d" % D, dict(S=3, H=8, KVH=2, D=D, BS=16, lens=[1, 200, 1100],
+                                            dtype=f16), {}))
+    for H, KVH, BS in ((8, 8, 8), (6, 2, 16), (16, 4, 16), (24, 4, 32), (64, 8, 16),
+                       (32, 1, 16), (32, 1, 8)):
+        out.append(("f16 group %d (%d/%d) b%d" % (H // KVH, H, KVH, BS),
+                    dict(S=4, H=H, KVH=KVH, D=128, BS=BS, lens=ragged(4, 2500), dtype=f16), {}))
+    out += [
+        ("bf16 MQA 32 d64 b32", dict(S=3, H=32, KVH=1, D=64, BS=32, lens=[64, 1, 4000], dtype=bf16),
+         {}),
+        ("f16 one partition (one-pass)", dict(S=6, H=32, KVH=8, D=128, BS=16,
+                                              lens=[1, 2, 15, 16, 17, 512], dtype=f16), {}),
+        ("f16 64 seqs ragged <= 4096", dict(S=64, H=32, KVH=8, D=128, BS=16,
+                                            lens=ragged(64, 4096), dtype=f16), {}),
+        ("f16 long 32768 + 1", dict(S=2, H=32, KVH=8, D=128, BS=16, lens=[32768, 1], dtype=f16),
+         {}),
+        ("bf16 long 32768, tmp bf16", dict(S=1, H=16, KVH=2, D=128, BS=32, lens=[32768],
+                                           dtype=bf16, tmp_dtype=bf16), {}),
+        ("f32 long 32767 d256", dict(S=1, H=8, KVH=2, D=256, BS=16, lens=[32767], dtype=f32), {}),
+        ("f16 workspace and tables larger than needed",
+         dict(S=3, H=16, KVH=4, D=128, BS=16, lens=[1, 900, 1600], dtype=f16, extra_blocks=50,
+              extra_table=40, extra_partitions=5), {}),
+        ("f16 peaked softmax", dict(S=3, H=16, KVH=4, D=128, BS=16, lens=[3, 700, 5000],
+                                    dtype=f16, q_scale=6.0), {}),
+        ("f16 fixed grid", dict(S=4, H=32, KVH=8, D=128, BS=16, lens=[1, 513, 2048, 77],
+                                dtype=f16, extra_partitions=3), {"fixed_grid": True}),
+        ("bf16 fixed grid, max_seq_len None", dict(S=3, H=16, KVH=2, D=64, BS=8,
+                                                   lens=[1, 3000, 300], dtype=bf16),
+         {"fixed_grid": True, "max_seq_len": None}),
+        ("f16 side stream", dict(S=3, H=32, KVH=8, D=128, BS=16, lens=[5, 1000, 2049],
+                                 dtype=f16), {"stream": True}),
+    ]
+    return out
+
+
+def run_case(seed, spec, opts):
+    c = T.Case(seed=seed, **spec)
+    opts = dict(opts)
+    side = opts.pop("stream", False)
+    msl = opts.pop("max_seq_len", "auto")
+    ref = T.reference(c.query, c.key_cache, c.value_cache, c.block_tables, c.seq_lens, c.scale)
+    if side:
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            pa.paged_attention_v2(*c.args(msl), **opts)
+        s.synchronize()
+    else:
+        pa.paged_attention_v2(*c.args(msl), **opts)
+        torch.cuda.synchronize()
+    err = T.check_close(c.output, ref, c.dtype)
+    # Twice on the same buffers: no state kept between calls.
+    c.poison()
+    pa.paged_attention_v2(*c.args(msl), **opts)
+    torch.cuda.synchronize()
+    err2 = T.check_close(c.output, ref, c.dtype, "second call")
+    return "rel err %.2e / %.2e  (%s)" % (err, err2, c.describe())
+
+
+def body(r):
+    seed = T.test_seed_value()
+    print("# %s" % pa.init(torch.cuda.current_device()), flush=True)
+    for i, (name, spec, opts) in enumerate(cases(seed)):
+        r.run(name, run_case, seed + i, spec, opts)
+        torch.cuda.empty_cache()
+
+
+def main():
+    T.Results("paged_attention_v2 vs a float64 reference").guarded(body)
+
+
+if __name__ == "__main__":
+    main()

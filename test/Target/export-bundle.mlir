@@ -1,0 +1,50 @@
+// The export writes one PTX + manifest bundle per variant and chip.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: pa-opt %s -paged-attn-to-ptx="export-dir=%t" -o /dev/null
+// RUN: pa-opt %s -paged-attn-to-ptx="chip=sm_90 export-dir=%t" -o /dev/null
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t/pa_bf16_d256_b32_h2_sm70.manifest
+// RUN: FileCheck %s --check-prefix=PTX90 < %t/pa_bf16_d256_b32_h2_sm90.ptx
+// RUN: FileCheck %s --check-prefix=MANIFEST90 < %t/pa_bf16_d256_b32_h2_sm90.manifest
+
+// MANIFEST: paged_attn-bundle 1
+// MANIFEST-NEXT: name pa_bf16_d256_b32_h2_sm70
+// MANIFEST-NEXT: chip sm_70
+// MANIFEST-NEXT: ptx pa_bf16_d256_b32_h2_sm70.ptx
+// MANIFEST-NEXT: dtype bf16
+// MANIFEST-NEXT: cache_dtype bf16
+// MANIFEST-NEXT: tmp_dtype f32
+// MANIFEST-NEXT: head_size 256
+// MANIFEST-NEXT: block_size 32
+// MANIFEST-NEXT: heads_per_program 2
+// MANIFEST-NEXT: warps 4
+// MANIFEST-NEXT: token_step 8
+// MANIFEST-NEXT: kernel partition pa_bf16_d256_b32_h2_partition threads 128 smem 8256
+// MANIFEST-NEXT: kernel onepass pa_bf16_d256_b32_h2_onepass threads 128 smem 8256
+// MANIFEST-NEXT: kernel reduce pa_bf16_d256_b32_h2_reduce threads 128 smem 0
+// MANIFEST-NEXT: params partition query key_cache value_cache block_tables seq_lens output exp_sums max_logits tmp_output scale max_blocks_per_seq max_num_partitions partition_tokens num_kv_heads group_size
+// MANIFEST-NEXT: params onepass query key_cache value_cache block_tables seq_lens output exp_sums max_logits tmp_output scale max_blocks_per_seq max_num_partitions partition_tokens num_kv_heads group_size
+// MANIFEST-NEXT: params reduce output exp_sums max_logits tmp_output seq_lens num_heads max_num_partitions partition_tokens
+// MANIFEST-NEXT: grid partition num_partitions num_kv_heads*ceil(group_size/heads_per_program) num_seqs
+// MANIFEST-NEXT: grid onepass 1 num_kv_heads*ceil(group_size/heads_per_program) num_seqs
+// MANIFEST-NEXT: grid reduce ceil(num_heads/4) num_seqs
+
+// PTX90: .target sm_90
+// PTX90: .visible .entry pa_bf16_d256_b32_h2_partition(
+// PTX90: .visible .entry pa_bf16_d256_b32_h2_onepass(
+// PTX90: .visible .entry pa_bf16_d256_b32_h2_reduce(
+
+// MANIFEST90: chip sm_90
+
+// A 16/8 GQA layer of head size 256 (group 2), bf16, 32-token blocks.
+func.func @decode(%q: memref<?x16x256xbf16>, %kc: memref<?x8x32x32x8xbf16>,
+    %vc: memref<?x8x256x32xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
+    %out: memref<?x16x256xbf16>, %es: memref<?x16x?xf32>, %ml: memref<?x16x?xf32>,
+    %tmp: memref<?x16x?x256xf32>) {
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl
+      : memref<?x16x256xbf16>, memref<?x8x32x32x8xbf16>, memref<?x8x256x32xbf16>,
+        memref<?x?xi32>, memref<?xi32>)
+      outs(%out : memref<?x16x256xbf16>)
+      workspace(%es, %ml, %tmp : memref<?x16x?xf32>, memref<?x16x?xf32>, memref<?x16x?x256xf32>)
+      {scale = 0.0625 : f32}
+  return
+}
