@@ -7,6 +7,7 @@ Each line: "<bundle> <kernel> regs=N smem=B spill_stores=S spill_loads=L".
 The last line: "N kernels, M with spills, K failed".
 """
 import argparse
+import glob
 import re
 import subprocess
 import sys
@@ -44,8 +45,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ptxas", required=True)
     ap.add_argument("--arch", required=True)
-    ap.add_argument("files", nargs="+")
+    ap.add_argument("--glob", default="", help="a pattern of PTX files (instead of FILEs)")
+    ap.add_argument("files", nargs="*")
     a = ap.parse_args()
+    if a.glob:
+        a.files += sorted(glob.glob(a.glob))
     kernels = spilled = failed = 0
     for path in a.files:
         rows, err = check(a.ptxas, a.arch, path)

@@ -21,12 +21,12 @@ KERNEL_LIBRARY_ENV = "PA_KERNEL_LIBRARY"
 
 def kernel_library_candidates():
     """Where the kernel library folder is looked for, in order:
-    $PA_KERNEL_LIBRARY, paged_attn/kernels/, <repo>/build/kernels."""
+    $PA_KERNEL_LIBRARY, paged_attn/kernels/, <repo>/build/kernel-library."""
     env = os.environ.get(KERNEL_LIBRARY_ENV)
     if env:
         return [env]
     return [os.path.join(_capi._PKG_DIR, "kernels"),
-            os.path.join(_capi._REPO_ROOT, "build", "kernels")]
+            os.path.join(_capi._REPO_ROOT, "build", "kernel-library")]
 
 
 def kernel_library_dir():
@@ -36,7 +36,7 @@ def kernel_library_dir():
             return d
     raise FileNotFoundError(
         "paged_attn: no kernel library folder; looked at %s. Export the bundles with pa-opt "
-        "(or build the 'kernels' target) or set %s to the folder holding the *.manifest files"
+        "(or build the 'kernel-library' target) or set %s to the folder holding the *.manifest files"
         % (", ".join(candidates), KERNEL_LIBRARY_ENV))
 
 

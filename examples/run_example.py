@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Runs the example decode step (examples/decode_v2.mlir: 32 query heads over
+8 KV heads, head size 128, fp16, 16-token blocks) through paged_attn's drop-in
+on the GPU, checks it against a float64 reference and prints the bandwidth.
+Used by scripts/run-example.sh; PA_KERNEL_LIBRARY names the compiled bundle."""
+import math
+
+import torch
+
+from paged_attn import paged_attention_v2
+
+torch.manual_seed(0)
+seqs, heads, kv_heads, d, bs, ctx = 64, 32, 8, 128, 16, 4096
+x = 8
+blocks_per_seq = ctx // bs
+nblocks = seqs * blocks_per_seq
+kc = (torch.randn(nblocks, kv_heads, d // x, bs, x) * 0.5).half().cuda()
+vc = torch.randn(nblocks, kv_heads, d, bs).half().cuda()
+bt = torch.randperm(nblocks).int().reshape(seqs, blocks_per_seq).cuda()
+sl = torch.full((seqs,), ctx, dtype=torch.int32).cuda()
+q = torch.randn(seqs, heads, d).half().cuda()
+parts = math.ceil(ctx / 512)
+out = torch.full_like(q, float("nan"))
+es = torch.empty(seqs, heads, parts, device="cuda")
+ml = torch.empty_like(es)
+tmp = torch.empty(seqs, heads, parts, d, device="cuda")
+scale = 1 / math.sqrt(d)
+call = lambda: paged_attention_v2(out, es, ml, tmp, q, kc, vc, kv_heads, scale, bt, sl, bs, ctx, None)
+call()
+torch.cuda.synchronize()
+
+# float64 reference on 4 sequences
+k = kc.double().permute(0, 3, 1, 2, 4).reshape(nblocks, bs, kv_heads, d)
+v = vc.double().permute(0, 3, 1, 2)
+err_num = err_den = 0.0
+for s in range(4):
+    ks = k[bt[s].long()].reshape(-1, kv_heads, d).repeat_interleave(heads // kv_heads, 1)
+    vs = v[bt[s].long()].reshape(-1, kv_heads, d).repeat_interleave(heads // kv_heads, 1)
+    p = torch.softmax(torch.einsum("hd,lhd->hl", q[s].double(), ks) * scale, -1)
+    ref = torch.einsum("hl,lhd->hd", p, vs)
+    err_num += (out[s].double() - ref).norm().item() ** 2
+    err_den += ref.norm().item() ** 2
+err = math.sqrt(err_num / err_den)
+print(f"check: rel. error vs float64 reference {err:.2e} (bound 5e-3): {'OK' if err < 5e-3 else 'FAIL'}")
+
+for _ in range(5):
+    call()
+start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+times = []
+for _ in range(50):
+    start.record(); call(); end.record(); torch.cuda.synchronize()
+    times.append(start.elapsed_time(end))
+ms = sorted(times)[len(times) // 2]
+kv_bytes = seqs * ctx * kv_heads * d * 2 * 2
+print(f"{torch.cuda.get_device_name()}: {seqs} seqs x {ctx} tokens, {kv_bytes / 1e9:.2f} GB of K/V "
+      f"in {ms:.3f} ms (median of 50) = {kv_bytes / ms / 1e9:.2f} TB/s")
