@@ -25,12 +25,22 @@ def tiles(dtype, head_size):
 
 
 def name(v):
-    return f"{v['dtype']}_d{v['head_size']}_b{v['block_size']}_h{v['heads_per_program']}"
+    n = f"{v['dtype']}_d{v['head_size']}_b{v['block_size']}_h{v['heads_per_program']}"
+    tmp = v.get("tmp_dtype", "f32")
+    return n if tmp == "f32" else f"{n}_tmp{tmp}"
 
 
 def full():
-    return [dict(dtype=t, head_size=d, block_size=b, heads_per_program=h)
-            for t, d, b in itertools.product(DTYPES, HEAD_SIZES, BLOCK_SIZES) for h in tiles(t, d)]
+    """Every dtype x head size x block size x tile, with tmp_output in f32;
+    the 16-bit dtypes also with tmp_output in their own type (the seed's
+    convention)."""
+    out = []
+    for t, d, b in itertools.product(DTYPES, HEAD_SIZES, BLOCK_SIZES):
+        for h in tiles(t, d):
+            for tmp in (["f32", t] if t != "f32" else ["f32"]):
+                out.append(dict(dtype=t, head_size=d, block_size=b, heads_per_program=h,
+                                tmp_dtype=tmp))
+    return out
 
 
 def covering():
@@ -44,6 +54,9 @@ def covering():
     for t in ["f16", "bf16", "f32"]:
         for h in tiles(t, 128):
             out.append(dict(dtype=t, head_size=128, block_size=16, heads_per_program=h))
+    # tmp_output in the query's 16-bit type, at a small and a large head size.
+    for t, d in itertools.product(["f16", "bf16"], [64, 256]):
+        out.append(dict(dtype=t, head_size=d, block_size=16, heads_per_program=2, tmp_dtype=t))
     seen, uniq = set(), []
     for v in out:
         if name(v) not in seen:

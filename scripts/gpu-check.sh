@@ -18,6 +18,7 @@ bin="$1" lib70="$2" lib90="$3" compare="${4:-}" seed="${5:-}"
 out="${OUT:-$root/gpu-check-logs}"
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$root/runtime/python" PA_RUNTIME_LIB="$bin/libpa_runtime.so"
+export LD_LIBRARY_PATH="$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 summary=()
 step() { # name timeout command...
   local name="$1" limit="$2"; shift 2
@@ -29,19 +30,19 @@ step() { # name timeout command...
   summary+=("$(printf '%-22s rc=%-3s %4ss  %s' "$name" "$rc" $((SECONDS - start)) "$last")")
 }
 nvidia-smi -L | tee "$out/gpu.txt"
-step e2e-sm70-jit 150 "$bin/e2e_decode" --library "$lib70" --quick
-step e2e-sm90 150 "$bin/e2e_decode" --library "$lib90" --quick
-step e2e-sm90-long 150 "$bin/e2e_decode" --library "$lib90" --quick --long --seed 7
+step e2e-sm70-jit 90 "$bin/e2e_decode" --library "$lib70" --quick
+step e2e-sm90 90 "$bin/e2e_decode" --library "$lib90" --quick
+step e2e-sm90-long 90 "$bin/e2e_decode" --library "$lib90" --quick --long --seed 7
 if command -v compute-sanitizer >/dev/null; then
-  step memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  step memcheck 60 compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$bin/e2e_decode" --library "$lib90" --quick --case 3
-  step racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 9 \
+  step racecheck 60 compute-sanitizer --tool racecheck --error-exitcode 9 \
     "$bin/e2e_decode" --library "$lib90" --quick --case 3
 fi
 export PA_KERNEL_LIBRARY="$lib90"
 [ -n "$seed" ] && export PA_SEED_PATH="$seed"
-for t in test_reference test_seed test_cuda_graph test_errors; do
-  step "py-$t" 150 python3 "$root/test/Integration/Python/$t.py"
+for t in test_reference:70 test_seed:70 test_cuda_graph:40 test_errors:40; do
+  step "py-${t%:*}" "${t#*:}" python3 "$root/test/Integration/Python/${t%:*}.py"
 done
 if [ -n "$compare" ]; then
   step bench-f16-sm90 300 python3 "$compare" --impl ours=paged_attn:paged_attention_v2 \
