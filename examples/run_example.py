@@ -43,14 +43,29 @@ for s in range(4):
 err = math.sqrt(err_num / err_den)
 print(f"check: rel. error vs float64 reference {err:.2e} (bound 5e-3): {'OK' if err < 5e-3 else 'FAIL'}")
 
-for _ in range(5):
-    call()
-start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-times = []
-for _ in range(50):
-    start.record(); call(); end.record(); torch.cuda.synchronize()
-    times.append(start.elapsed_time(end))
-ms = sorted(times)[len(times) // 2]
+def median_ms(fn, reps=50):
+    for _ in range(5):
+        fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(reps):
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return sorted(times)[len(times) // 2]
+
+
 kv_bytes = seqs * ctx * kv_heads * d * 2 * 2
-print(f"{torch.cuda.get_device_name()}: {seqs} seqs x {ctx} tokens, {kv_bytes / 1e9:.2f} GB of K/V "
-      f"in {ms:.3f} ms (median of 50) = {kv_bytes / ms / 1e9:.2f} TB/s")
+# Fixed grid, as under CUDA-graph capture: the workspace is sized for twice
+# the current context, and the grid covers all of it whatever the lengths.
+es2 = torch.empty(seqs, heads, 2 * parts, device="cuda")
+ml2, tmp2 = torch.empty_like(es2), torch.empty(seqs, heads, 2 * parts, d, device="cuda")
+fixed = lambda: paged_attention_v2(out, es2, ml2, tmp2, q, kc, vc, kv_heads, scale, bt, sl, bs,
+                                   ctx, None, fixed_grid=True)
+for mode, fn in (("adaptive grid", call), ("fixed grid (CUDA-graph mode)", fixed)):
+    ms = median_ms(fn)
+    print(f"{torch.cuda.get_device_name()}, {mode}: {seqs} seqs x {ctx} tokens, "
+          f"{kv_bytes / 1e9:.2f} GB of K/V in {ms:.3f} ms (median of 50) = "
+          f"{kv_bytes / ms / 1e9:.2f} TB/s")

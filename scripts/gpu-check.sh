@@ -44,6 +44,9 @@ export PA_KERNEL_LIBRARY="$lib90"
 for t in test_reference:70 test_seed:70 test_cuda_graph:40 test_errors:40; do
   step "py-${t%:*}" "${t#*:}" python3 "$root/test/Integration/Python/${t%:*}.py"
 done
+if [ -n "${PA_EXAMPLE_LIBRARY:-}" ]; then
+  PA_KERNEL_LIBRARY="$PA_EXAMPLE_LIBRARY" step example 60 python3 "$root/examples/run_example.py"
+fi
 if [ -n "$compare" ]; then
   step bench-f16-sm90 300 python3 "$compare" --impl ours=paged_attn:paged_attention_v2 \
     --path "$root/runtime/python" --seed "$seed" --json "$out/bench-f16-sm90.json"

@@ -51,6 +51,8 @@ if config.pa_runtime_built.upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("pa-runtime")
     config.substitutions.append(
         ("%pa_runtime_host_tests", config.pa_runtime_host_tests))
+    config.substitutions.append(
+        ("%e2e_decode", os.path.join(config.pa_tools_dir, "e2e_decode")))
 else:
     lit_config.note("the runtime was not built (no cuda.h): its tests are "
                     "UNSUPPORTED")
@@ -61,5 +63,7 @@ if subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).r
     config.available_features.add("python-torch")
 
 config.substitutions.append(("%pa_src_root", config.pa_src_root))
+config.substitutions.append(
+    ("%pa_kernel_library", os.path.join(config.pa_obj_root, "kernel-library")))
 config.substitutions.append(("%pa_obj_root", config.pa_obj_root))
 llvm_config.add_tool_substitutions(tools, tool_dirs)
