@@ -4,13 +4,16 @@
 on the GPU, checks it against a float64 reference and prints the bandwidth.
 Used by scripts/run-example.sh; PA_KERNEL_LIBRARY names the compiled bundle."""
 import math
+import os
 
 import torch
 
 from paged_attn import paged_attention_v2
 
 torch.manual_seed(0)
-seqs, heads, kv_heads, d, bs, ctx = 64, 32, 8, 128, 16, 4096
+# PA_EXAMPLE_KV_HEADS=32 turns the example into MHA (for experiments).
+seqs, heads, d, bs, ctx = 64, 32, 128, 16, 4096
+kv_heads = int(os.environ.get("PA_EXAMPLE_KV_HEADS", 8))
 x = 8
 blocks_per_seq = ctx // bs
 nblocks = seqs * blocks_per_seq
