@@ -71,6 +71,11 @@ private:
   /// Query head of tile slot g, and whether it exists (the last tile of a
   /// group that is not a multiple of the tile is masked).
   std::pair<Value, Value> headOf(ImplicitLocOpBuilder &b, int64_t g);
+  /// The lane's i-th key chunk or head dim, `laneInGroup + i * lanesPerToken`,
+  /// clamped below `count` (lanes past it redo valid work that is dropped),
+  /// and whether it was in range.
+  std::pair<Value, Value> laneItem(ImplicitLocOpBuilder &b, int64_t i,
+                                   int64_t count);
 
   const KernelPlan &plan;
   bool onePass;
@@ -147,6 +152,18 @@ std::pair<Value, Value> PartitionKernelBuilder::headOf(ImplicitLocOpBuilder &b,
   return {head, valid};
 }
 
+std::pair<Value, Value>
+PartitionKernelBuilder::laneItem(ImplicitLocOpBuilder &b, int64_t i,
+                                 int64_t count) {
+  Value item =
+      arith::AddIOp::create(b, laneInGroup, cIdx(b, i * plan.lanesPerToken));
+  Value inRange =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, item, cIdx(b, count));
+  if ((i + 1) * plan.lanesPerToken > count)
+    item = arith::MinUIOp::create(b, item, cIdx(b, count - 1));
+  return {item, inRange};
+}
+
 void PartitionKernelBuilder::emitBody(ImplicitLocOpBuilder &b) {
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   lane = arith::RemUIOp::create(b, tid, cIdx(b, 32));
@@ -209,7 +226,6 @@ void PartitionKernelBuilder::emitSentinels(ImplicitLocOpBuilder &b) {
 void PartitionKernelBuilder::loadQuery(ImplicitLocOpBuilder &b) {
   // Scores are kept in the log2 domain: fold scale * log2(e) into q once.
   Value qScale = arith::MulFOp::create(b, scale, cF32(b, M_LOG2E));
-  bool padded = plan.chunksPerLane * plan.lanesPerToken != plan.chunks;
   q.assign(plan.headsPerProgram, {});
   for (int64_t g = 0; g < plan.headsPerProgram; ++g) {
     auto [head, valid] = headOf(b, g);
@@ -226,21 +242,15 @@ void PartitionKernelBuilder::loadQuery(ImplicitLocOpBuilder &b) {
                               safeHead),
         cIdx(b, plan.headSize));
     for (int64_t i = 0; i < plan.chunksPerLane; ++i) {
-      Value chunk = arith::AddIOp::create(
-          b, laneInGroup, cIdx(b, i * plan.lanesPerToken));
-      Value inRange;
-      if (padded) {
-        inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
-                                        cIdx(b, plan.chunks));
-        chunk = arith::MinUIOp::create(b, chunk, cIdx(b, plan.chunks - 1));
-      }
+      auto [chunk, inRange] = laneItem(b, i, plan.chunks);
       Value ofs = arith::AddIOp::create(
           b, row, arith::MulIOp::create(b, chunk, cIdx(b, plan.keyPack)));
       SmallVector<Value> vals =
           toF32Scalars(b, loadVector(b, query, ofs, plan.keyPack));
       for (Value &v : vals) {
         v = arith::MulFOp::create(b, v, qScale);
-        if (padded) // lanes past the last chunk contribute nothing
+        if ((i + 1) * plan.lanesPerToken > plan.chunks) // lanes past the
+                                                          // last chunk add 0
           v = arith::SelectOp::create(b, inRange, v, cF32(b, 0.0f));
       }
       q[g].push_back(std::move(vals));
@@ -334,13 +344,9 @@ SoftmaxState PartitionKernelBuilder::emitStep(ImplicitLocOpBuilder &b,
       b, arith::MulIOp::create(b, phys, blockStride), kvHeadOffset);
 
   // Issue every load of the step before any arithmetic: 16 bytes each.
-  bool keyPadded = plan.chunksPerLane * plan.lanesPerToken != plan.chunks;
   SmallVector<SmallVector<Value>> keys; // [chunk i][token j] vectors
   for (int64_t i = 0; i < plan.chunksPerLane; ++i) {
-    Value chunk = arith::AddIOp::create(b, laneInGroup,
-                                        cIdx(b, i * plan.lanesPerToken));
-    if (keyPadded)
-      chunk = arith::MinUIOp::create(b, chunk, cIdx(b, plan.chunks - 1));
+    Value chunk = laneItem(b, i, plan.chunks).first;
     // key_cache[phys, kvh, chunk, slot + j, :]
     Value rowOfs = arith::AddIOp::create(
         b, base,
@@ -355,13 +361,9 @@ SoftmaxState PartitionKernelBuilder::emitStep(ImplicitLocOpBuilder &b,
       keys.back().push_back(loadVector(
           b, keyCache, arith::AddIOp::create(b, rowOfs, cIdx(b, j * x)), x));
   }
-  bool dimPadded = plan.dimsPerLane * plan.lanesPerToken != plan.headSize;
   SmallVector<Value> values; // [dim j] vectors of `tokens` tokens
   for (int64_t j = 0; j < plan.dimsPerLane; ++j) {
-    Value dim = arith::AddIOp::create(b, laneInGroup,
-                                      cIdx(b, j * plan.lanesPerToken));
-    if (dimPadded)
-      dim = arith::MinUIOp::create(b, dim, cIdx(b, plan.headSize - 1));
+    Value dim = laneItem(b, j, plan.headSize).first;
     // value_cache[phys, kvh, dim, slot : slot + tokens]
     Value ofs = arith::AddIOp::create(
         b, base,
@@ -476,13 +478,10 @@ void PartitionKernelBuilder::mergeWarpsAndStore(ImplicitLocOpBuilder &b,
       Value wg = arith::AddIOp::create(
           b, arith::MulIOp::create(b, warp, cIdx(b, heads)), cIdx(b, g));
       for (int64_t j = 0; j < plan.dimsPerLane; ++j) {
-        Value dim = arith::AddIOp::create(b, laneInGroup,
-                                          cIdx(b, j * plan.lanesPerToken));
+        auto [dim, ok] = laneItem(b, j, d);
         Value idx = arith::AddIOp::create(
             b, arith::MulIOp::create(b, wg, cIdx(b, d)), dim);
-        if (plan.dimsPerLane * plan.lanesPerToken != d) {
-          Value ok = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, dim,
-                                           cIdx(b, d));
+        if ((j + 1) * plan.lanesPerToken > d) {
           auto inner = scf::IfOp::create(b, ok, /*withElseRegion=*/false);
           OpBuilder::InsertionGuard g2(b);
           b.setInsertionPointToStart(inner.thenBlock());
