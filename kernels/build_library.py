@@ -66,15 +66,15 @@ def main():
     ap.add_argument("-j", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    todo = [(v, c) for v in variants.variant_set(a.set) for c in a.chips.split(",")
-            if a.only in variants.name(v)]
+    todo = [(v, c) for c in a.chips.split(",") for v in variants.variant_set(a.set, c)
+            if a.only in variants.name(v, c)]
     start = time.time()
     failed = 0
     with cf.ThreadPoolExecutor(a.j) as pool:
         for v, chip, rc, err in pool.map(lambda vc: build_one(a.pa_opt, a.out, *vc), todo):
             if rc:
                 failed += 1
-                print(f"FAILED {variants.name(v)} {chip}:\n{err}", file=sys.stderr)
+                print(f"FAILED {variants.name(v, chip)} {chip}:\n{err}", file=sys.stderr)
     print(f"{len(todo) - failed} bundles built, {failed} failed, in {time.time() - start:.1f} s "
           f"-> {a.out}")
     sys.exit(1 if failed else 0)

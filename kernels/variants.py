@@ -1,11 +1,17 @@
-"""The documented variant sets of the kernel library.
+"""The documented variant sets of the kernel library, per chip.
 
 A variant is (dtype, head_size, block_size, heads_per_program); group sizes
 are runtime parameters, served by the smallest heads_per_program tile that
 covers the group (larger groups run several tiles per KV head).
 
+Which partition kernel a variant gets follows the planning rule of
+convert-paged-attn-to-gpu (KernelPlan.cpp): from sm_80, f16 and bf16 use the
+tensor-core kernel (tiles of 8 or 16 query heads, n8 blocks of the mma);
+sm_70 and f32 caches use the SIMT kernel (tiles 1, 2, 4, and 8 for f32 up to
+head size 128).
+
 * library:  what the build packages for the runtime: every dtype x head size
-            x block size, with tiles 1, 2, 4, 8 (4 max for head sizes > 128).
+            x block size x tile.
 * covering: a smaller set in which every value of every dimension appears,
             with the corner pairs — what CI assembles with ptxas.
 * full:     the whole product, behind the opt-in target.
@@ -18,52 +24,70 @@ BLOCK_SIZES = [8, 16, 32]
 BYTES = {"f16": 2, "bf16": 2, "f32": 4}
 
 
-def tiles(dtype, head_size):
-    """GQA tiles compiled: the register budget allows 8 heads per program for
-    f32 up to head size 128, 4 otherwise (see KernelPlan.cpp)."""
+def sm(chip):
+    return int(chip[3:].rstrip("a"))
+
+
+def uses_mma(dtype, chip):
+    """The rule of KernelPlan.cpp: tensor cores from sm_80 for 16-bit caches."""
+    return dtype != "f32" and sm(chip) >= 80
+
+
+def tiles(dtype, head_size, chip):
+    """GQA tiles compiled for a chip. Tensor cores: 8 heads (one n8 block),
+    16 up to head size 128. SIMT: the register budget allows 8 heads per
+    program for f32 up to head size 128, 4 otherwise."""
+    if uses_mma(dtype, chip):
+        return [8, 16] if head_size <= 128 else [8]
     return [1, 2, 4, 8] if dtype == "f32" and head_size <= 128 else [1, 2, 4]
 
 
-def name(v):
+def name(v, chip):
     n = f"{v['dtype']}_d{v['head_size']}_b{v['block_size']}_h{v['heads_per_program']}"
     tmp = v.get("tmp_dtype", "f32")
-    return n if tmp == "f32" else f"{n}_tmp{tmp}"
+    if tmp != "f32":
+        n += f"_tmp{tmp}"
+    return n + "_mma" if uses_mma(v["dtype"], chip) else n
 
 
-def full():
+def full(chip):
     """Every dtype x head size x block size x tile, with tmp_output in f32;
     the 16-bit dtypes also with tmp_output in their own type (the seed's
     convention)."""
     out = []
     for t, d, b in itertools.product(DTYPES, HEAD_SIZES, BLOCK_SIZES):
-        for h in tiles(t, d):
+        for h in tiles(t, d, chip):
             for tmp in (["f32", t] if t != "f32" else ["f32"]):
                 out.append(dict(dtype=t, head_size=d, block_size=b, heads_per_program=h,
                                 tmp_dtype=tmp))
     return out
 
 
-def covering():
+def covering(chip):
     out = []
-    # Every head size with every dtype, at the common block size and tile.
+    small = lambda t, d: min(tiles(t, d, chip))
+    large = lambda t, d: max(tiles(t, d, chip))
+    # Every head size with every dtype, at the common block size.
     for t, d in itertools.product(DTYPES, HEAD_SIZES):
-        out.append(dict(dtype=t, head_size=d, block_size=16, heads_per_program=4 if d <= 128 else 2))
-    # Every block size and every tile at the corners of head size and dtype.
+        out.append(dict(dtype=t, head_size=d, block_size=16, heads_per_program=small(t, d)))
+    # Every block size and the largest tile at the corners of head size and dtype.
     for t, d, b in itertools.product(DTYPES, [64, 256], [8, 32]):
-        out.append(dict(dtype=t, head_size=d, block_size=b, heads_per_program=max(tiles(t, d))))
-    for t in ["f16", "bf16", "f32"]:
-        for h in tiles(t, 128):
+        out.append(dict(dtype=t, head_size=d, block_size=b, heads_per_program=large(t, d)))
+    # Every tile at head size 128.
+    for t in DTYPES:
+        for h in tiles(t, 128, chip):
             out.append(dict(dtype=t, head_size=128, block_size=16, heads_per_program=h))
     # tmp_output in the query's 16-bit type, at a small and a large head size.
     for t, d in itertools.product(["f16", "bf16"], [64, 256]):
-        out.append(dict(dtype=t, head_size=d, block_size=16, heads_per_program=2, tmp_dtype=t))
+        out.append(dict(dtype=t, head_size=d, block_size=16, heads_per_program=small(t, d),
+                        tmp_dtype=t))
     seen, uniq = set(), []
     for v in out:
-        if name(v) not in seen:
-            seen.add(name(v))
+        if name(v, chip) not in seen:
+            seen.add(name(v, chip))
             uniq.append(v)
     return uniq
 
 
-def variant_set(which):
-    return {"library": full, "covering": covering, "full": full}[which]()
+def variant_set(which, chip):
+    return {"library": full, "covering": covering, "full": full}[which](chip)

@@ -30,9 +30,9 @@ step() { # name timeout command...
   summary+=("$(printf '%-22s rc=%-3s %4ss  %s' "$name" "$rc" $((SECONDS - start)) "$last")")
 }
 nvidia-smi -L | tee "$out/gpu.txt"
-step e2e-sm70-jit 90 "$bin/e2e_decode" --library "$lib70" --quick
-step e2e-sm90 90 "$bin/e2e_decode" --library "$lib90" --quick
-step e2e-sm90-long 90 "$bin/e2e_decode" --library "$lib90" --quick --long --seed 7
+step e2e-sm70-jit 300 "$bin/e2e_decode" --library "$lib70" --quick
+step e2e-sm90 300 "$bin/e2e_decode" --library "$lib90" --quick
+step e2e-sm90-long 300 "$bin/e2e_decode" --library "$lib90" --quick --long --seed 7
 if command -v compute-sanitizer >/dev/null; then
   step memcheck 60 compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$bin/e2e_decode" --library "$lib90" --quick --case 3

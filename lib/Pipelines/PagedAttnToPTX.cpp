@@ -57,6 +57,8 @@ void mlir::paged_attn::buildPagedAttnToPTXPipeline(
   ConvertPagedAttnToGPUOptions convert;
   convert.headsPerProgram = options.headsPerProgram;
   convert.warps = options.warps;
+  convert.chip = options.chip;
+  convert.kernel = options.kernel;
   pm.addPass(createConvertPagedAttnToGPU(convert));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -2,10 +2,13 @@
 //
 // A bundle is specialised on dtype, head size, block size and a GQA tile
 // (heads_per_program query heads per program). The call's key must match the
-// first four exactly; the tile is chosen so that one program covers a whole
-// KV head's group when some tile can (K/V read once per KV head), else the
-// largest tile (fewest re-reads). Bundles for a chip newer than the device
-// are refused when loaded.
+// first four exactly. Among those, bundles for the newest chip the device
+// runs win (from sm_80 they hold the tensor-core kernel; sm_70 bundles run
+// everywhere through the driver's JIT but on CUDA cores); within one chip the
+// tile is chosen so that one program covers a whole KV head's group when
+// some tile can (K/V read once per KV head), else the largest tile (fewest
+// re-reads). Bundles for a chip newer than the device are refused when
+// loaded.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,10 +83,11 @@ int selectVariant(const std::vector<BundleDesc> &descs,
       continue;
     }
     const BundleDesc &b = descs[best];
-    if (d.headsPerProgram != b.headsPerProgram) {
-      if (betterTile(d.headsPerProgram, b.headsPerProgram, key.groupSize))
+    if (d.chipVersion != b.chipVersion) {
+      if (d.chipVersion > b.chipVersion)
         best = int(i);
-    } else if (d.chipVersion > b.chipVersion) {
+    } else if (betterTile(d.headsPerProgram, b.headsPerProgram,
+                          key.groupSize)) {
       best = int(i);
     }
   }

@@ -410,6 +410,22 @@ void variantTests() {
              std::string("k80"));
     CHECK_EQ(descs[selectVariant(descs, kV100, key)].name, std::string("k70"));
   });
+
+  // The chip decides before the tile: on an H200 the sm_90 tensor-core
+  // bundle (tile 8) serves a group of 4 even though the sm_70 SIMT bundle's
+  // tile 4 would cover it more tightly.
+  run("variant_chip_before_tile", [] {
+    Spec simt = tileSpec(4), mma = tileSpec(8);
+    simt.name = "simt70";
+    mma.name = "mma90";
+    mma.chip = "sm_90";
+    std::vector<BundleDesc> descs = {descFor(simt), descFor(mma)};
+    VariantKey key{PA_F16, PA_F32, 128, 16, 4};
+    CHECK_EQ(descs[selectVariant(descs, kH200, key)].name,
+             std::string("mma90"));
+    CHECK_EQ(descs[selectVariant(descs, kV100, key)].name,
+             std::string("simt70"));
+  });
 }
 
 } // namespace pa_test

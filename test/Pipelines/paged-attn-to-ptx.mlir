@@ -1,32 +1,43 @@
 // The whole pipeline on a tensor-form decode step: PTX for sm_70 (the
-// default) and for sm_90, with both kernels, 16-byte loads and warp shuffles.
-// RUN: pa-opt %s -paged-attn-to-ptx | FileCheck %s --check-prefixes=CHECK,SM70
-// RUN: pa-opt %s -paged-attn-to-ptx="chip=sm_90" | FileCheck %s --check-prefixes=CHECK,SM90
-// RUN: pa-opt %s -paged-attn-to-ptx="chip=sm_80 features=+ptx75 opt-level=1" | FileCheck %s --check-prefixes=CHECK,SM80
+// default; CUDA cores) and for sm_80 and sm_90 (tensor cores), with all
+// three kernels, 16-byte loads and warp shuffles.
+// RUN: pa-opt %s -paged-attn-to-ptx | FileCheck %s --check-prefixes=CHECK,SIMT,SM70
+// RUN: pa-opt %s -paged-attn-to-ptx="chip=sm_90" | FileCheck %s --check-prefixes=CHECK,MMA,SM90
+// RUN: pa-opt %s -paged-attn-to-ptx="chip=sm_80 features=+ptx75 opt-level=1" | FileCheck %s --check-prefixes=CHECK,MMA,SM80
+// RUN: pa-opt %s -paged-attn-to-ptx="chip=sm_90 kernel=simt" | FileCheck %s --check-prefixes=CHECK,SIMT,SM90S
 
 // The host function now launches the kernels on bufferized operands.
 // CHECK-LABEL: func.func @decode_step
 // CHECK-SAME: memref<?x32x128xf16>
 // CHECK: memref.alloc
-// CHECK: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_onepass
-// CHECK: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_partition
-// CHECK: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_reduce
+// SIMT: gpu.launch_func @[[V:pa_f16_d128_b16_h4]]::@pa_f16_d128_b16_h4_onepass
+// MMA: gpu.launch_func @[[V:pa_f16_d128_b16_h8_mma]]::@pa_f16_d128_b16_h8_mma_onepass
+// CHECK: gpu.launch_func @[[V]]::@[[V]]_partition
+// CHECK: gpu.launch_func @[[V]]::@[[V]]_reduce
 
 // The binary: PTX of the lowest ISA version the chip needs, unless given.
-// SM70: gpu.binary @pa_f16_d128_b16_h4 [#gpu.object<#nvvm.target<O = 3, chip = "sm_70", features = "+ptx60">
+// SM70: gpu.binary @[[V]] [#gpu.object<#nvvm.target<O = 3, chip = "sm_70", features = "+ptx60">
 // SM70-SAME: .version 6.0\0A.target sm_70
-// SM90: gpu.binary @pa_f16_d128_b16_h4 [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx78">
+// SM90: gpu.binary @[[V]] [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx78">
 // SM90-SAME: .version 7.8\0A.target sm_90
-// SM80: gpu.binary @pa_f16_d128_b16_h4 [#gpu.object<#nvvm.target<O = 1, chip = "sm_80", features = "+ptx75">
+// SM90S: gpu.binary @[[V]] [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx78">
+// SM80: gpu.binary @[[V]] [#gpu.object<#nvvm.target<O = 1, chip = "sm_80", features = "+ptx75">
 // SM80-SAME: .version 7.5\0A.target sm_80
 // CHECK-NOT: __nv_
-// CHECK-SAME: .visible .entry pa_f16_d128_b16_h4_partition(
+// CHECK-SAME: .visible .entry [[V]]_partition(
 // CHECK-SAME: ld.global.v4.{{[bu]}}32
-// CHECK-SAME: shfl.sync.bfly.b32
+// SIMT-SAME: shfl.sync.bfly.b32
+// Tensor cores: the 8-byte value loads, the score and P.V products, the
+// step max across lanes and the warp-private transpose of the weights.
+// MMA-SAME: ld.global.v2.b32
+// MMA-SAME: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// MMA-SAME: shfl.sync.bfly.b32
+// MMA-SAME: bar.warp.sync
+// MMA-SAME: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // CHECK-SAME: ex2.approx
 // CHECK-SAME: bar.sync
-// CHECK-SAME: .visible .entry pa_f16_d128_b16_h4_onepass(
-// CHECK-SAME: .visible .entry pa_f16_d128_b16_h4_reduce(
+// CHECK-SAME: .visible .entry [[V]]_onepass(
+// CHECK-SAME: .visible .entry [[V]]_reduce(
 // CHECK-SAME: shfl.sync.bfly.b32
 // CHECK-SAME: ld.global.v4.b32
 func.func @decode_step(%query: tensor<?x32x128xf16>, %key_cache: tensor<?x8x16x16x8xf16>,

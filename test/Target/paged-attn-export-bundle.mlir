@@ -3,8 +3,8 @@
 // RUN: pa-opt %s -paged-attn-to-ptx="export-dir=%t" -o /dev/null
 // RUN: pa-opt %s -paged-attn-to-ptx="chip=sm_90 export-dir=%t" -o /dev/null
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t/pa_bf16_d256_b32_h2_sm70.manifest
-// RUN: FileCheck %s --check-prefix=PTX90 < %t/pa_bf16_d256_b32_h2_sm90.ptx
-// RUN: FileCheck %s --check-prefix=MANIFEST90 < %t/pa_bf16_d256_b32_h2_sm90.manifest
+// RUN: FileCheck %s --check-prefix=PTX90 < %t/pa_bf16_d256_b32_h8_mma_sm90.ptx
+// RUN: FileCheck %s --check-prefix=MANIFEST90 < %t/pa_bf16_d256_b32_h8_mma_sm90.manifest
 
 // MANIFEST: paged_attn-bundle 1
 // MANIFEST-NEXT: name pa_bf16_d256_b32_h2_sm70
@@ -28,12 +28,20 @@
 // MANIFEST-NEXT: grid onepass 1 num_kv_heads*ceil(group_size/heads_per_program) num_seqs
 // MANIFEST-NEXT: grid reduce ceil(num_heads/4) num_seqs
 
+// For sm_90 the bf16 variant is the tensor-core kernel, tile 8 (one n8
+// block of the mma), a 16-token step and the weights' scratch in its
+// workgroup memory: 4 warps x 8 heads x 258 + 4 warps x 2 x 8 x 20 floats.
 // PTX90: .target sm_90
-// PTX90: .visible .entry pa_bf16_d256_b32_h2_partition(
-// PTX90: .visible .entry pa_bf16_d256_b32_h2_onepass(
-// PTX90: .visible .entry pa_bf16_d256_b32_h2_reduce(
+// PTX90: .visible .entry pa_bf16_d256_b32_h8_mma_partition(
+// PTX90: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX90: .visible .entry pa_bf16_d256_b32_h8_mma_onepass(
+// PTX90: .visible .entry pa_bf16_d256_b32_h8_mma_reduce(
 
+// MANIFEST90: name pa_bf16_d256_b32_h8_mma_sm90
 // MANIFEST90: chip sm_90
+// MANIFEST90: heads_per_program 8
+// MANIFEST90: token_step 16
+// MANIFEST90: kernel partition pa_bf16_d256_b32_h8_mma_partition threads 128 smem 38144
 
 // A 16/8 GQA layer of head size 256 (group 2), bf16, 32-token blocks.
 func.func @decode(%q: memref<?x16x256xbf16>, %kc: memref<?x8x32x32x8xbf16>,

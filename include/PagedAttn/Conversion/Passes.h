@@ -16,6 +16,9 @@ class GPUDialect;
 namespace LLVM {
 class LLVMDialect;
 } // namespace LLVM
+namespace NVVM {
+class NVVMDialect;
+} // namespace NVVM
 namespace memref {
 class MemRefDialect;
 } // namespace memref

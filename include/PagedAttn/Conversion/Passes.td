@@ -27,6 +27,14 @@ def ConvertPagedAttnToGPU : Pass<"convert-paged-attn-to-gpu", "ModuleOp"> {
       workgroup memory and writes the partition's max logit, exp sum and
       normalized partial output. Partitions past a sequence's end write
       sentinels (`-inf`, `0`) and exit.
+
+      From sm_80 (`chip`), f16 and bf16 variants use tensor cores instead
+      (`<variant>_mma_partition`): per 16-token step a warp computes the
+      scores of 8 or 16 query heads with `nvvm.mma.sync` m16n8k16 (keys as
+      the A operand, straight from their 16-byte loads), turns them into
+      fp32 online-softmax weights, and multiplies them with the values by a
+      second mma, the values loaded 8 bytes per lane as the A operand of
+      the transposed product.
     * `<variant>_onepass`: the same kernel writing the output directly,
       used when one partition covers every context.
     * `<variant>_reduce`: one warp per (sequence, query head), a one-pass
@@ -46,9 +54,16 @@ def ConvertPagedAttnToGPU : Pass<"convert-paged-attn-to-gpu", "ModuleOp"> {
            "the documented rule">,
     Option<"warps", "warps", "int64_t", /*default=*/"4",
            "Warps per partition program">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_70\"",
+           "Chip the kernels are planned for: from sm_80, f16 and bf16 "
+           "variants use tensor cores (mma.sync.m16n8k16)">,
+    Option<"kernel", "kernel", "std::string", /*default=*/"\"auto\"",
+           "Partition kernel: auto (the rule), simt (fp32 FMAs) or mma "
+           "(tensor cores)">,
   ];
   let dependentDialects = [
     "arith::ArithDialect", "gpu::GPUDialect", "LLVM::LLVMDialect",
+    "NVVM::NVVMDialect",
     "memref::MemRefDialect", "scf::SCFDialect", "vector::VectorDialect"
   ];
 }

@@ -39,6 +39,11 @@ struct PagedAttnToPTXOptions
   PassOptions::Option<int64_t> warps{
       *this, "warps", llvm::cl::desc("Warps per partition program"),
       llvm::cl::init(4)};
+  PassOptions::Option<std::string> kernel{
+      *this, "kernel",
+      llvm::cl::desc("Partition kernel: auto (tensor cores from sm_80 for "
+                     "f16/bf16), simt or mma"),
+      llvm::cl::init("auto")};
   PassOptions::Option<std::string> exportDir{
       *this, "export-dir",
       llvm::cl::desc("If set, write each variant's PTX + manifest here"),

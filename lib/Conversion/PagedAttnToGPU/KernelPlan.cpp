@@ -37,7 +37,24 @@ std::string KernelPlan::name() const {
     n += "_tmp" + typeName(tmpType);
   if (warps != 4)
     n += "_w" + std::to_string(warps);
+  if (usesMma())
+    n += "_mma";
   return n;
+}
+
+int64_t mlir::paged_attn::chipVersion(StringRef chip) {
+  if (!chip.consume_front("sm_"))
+    return 0;
+  chip.consume_back("a");
+  int64_t v = 0;
+  if (chip.getAsInteger(10, v))
+    return 0;
+  return v;
+}
+
+int64_t mlir::paged_attn::defaultMmaHeadsPerProgram(int64_t groupSize,
+                                                    int64_t headSize) {
+  return groupSize > 8 && headSize <= 128 ? 16 : 8;
 }
 
 int64_t mlir::paged_attn::defaultHeadsPerProgram(int64_t groupSize,
@@ -59,22 +76,64 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
                   : Float32Type::get(op.getContext());
   p.headSize = op.getHeadSize();
   p.blockSize = op.getBlockSize();
-  int64_t group = op.getNumHeads() / op.getNumKvHeads();
-  p.headsPerProgram = options.headsPerProgram > 0
-                          ? options.headsPerProgram
-                          : defaultHeadsPerProgram(
-                                group, p.headSize,
-                                p.cacheType.getIntOrFloatBitWidth() / 8);
-  p.warps = options.warps;
-  if (!llvm::isPowerOf2_64(p.headsPerProgram) || p.headsPerProgram > 16)
-    return op.emitOpError("heads-per-program (")
-           << p.headsPerProgram << ") must be a power of two up to 16";
-  if (p.warps < 1 || p.warps > 16)
-    return op.emitOpError("warps (") << p.warps << ") must be in [1, 16]";
-
   p.cacheBytes = p.cacheType.getIntOrFloatBitWidth() / 8;
   p.keyPack = 16 / p.cacheBytes;
   p.chunks = p.headSize / p.keyPack;
+  int64_t group = op.getNumHeads() / op.getNumKvHeads();
+
+  // Tensor cores where the chip has mma.sync.m16n8k16 and the cache is a
+  // 16-bit float of the query's type.
+  int64_t sm = chipVersion(options.chip);
+  if (sm == 0)
+    return op.emitOpError("unknown chip '") << options.chip << "'";
+  bool mmaTypes = p.cacheType == p.elemType &&
+                  (p.cacheType.isF16() || p.cacheType.isBF16());
+  bool mmaChip = sm >= 80;
+  if (options.kernel == "mma") {
+    if (!mmaChip || !mmaTypes)
+      return op.emitOpError("kernel=mma needs sm_80 or newer (got ")
+             << options.chip << ") and f16 or bf16 caches of the query's "
+             << "type (got " << p.cacheType << ")";
+    p.kind = KernelKind::Mma;
+  } else if (options.kernel == "auto") {
+    p.kind = mmaChip && mmaTypes ? KernelKind::Mma : KernelKind::Simt;
+  } else if (options.kernel != "simt") {
+    return op.emitOpError("kernel must be auto, simt or mma (got '")
+           << options.kernel << "')";
+  }
+
+  p.warps = options.warps;
+  if (p.warps < 1 || p.warps > 16)
+    return op.emitOpError("warps (") << p.warps << ") must be in [1, 16]";
+  if (p.usesMma()) {
+    p.headsPerProgram = options.headsPerProgram > 0
+                            ? options.headsPerProgram
+                            : defaultMmaHeadsPerProgram(group, p.headSize);
+    if (p.headsPerProgram != 8 && p.headsPerProgram != 16)
+      return op.emitOpError("heads-per-program (")
+             << p.headsPerProgram
+             << ") of the tensor-core kernel must be 8 or 16 (n8 blocks)";
+    if (p.headsPerProgram == 16 && p.headSize > 128)
+      return op.emitOpError("heads-per-program 16 of the tensor-core kernel "
+                            "needs head_size <= 128 (got ")
+             << p.headSize << "): its accumulators would spill";
+    // One 16-token m-block of keys per warp step; its 8-byte value loads
+    // need 4 tokens of one block.
+    p.tokenStep = 16;
+    if (op.getPartitionSize() % p.tokenStep != 0)
+      return op.emitOpError("partition_size ")
+             << op.getPartitionSize() << " must be a multiple of the kernel's "
+             << "token step (" << p.tokenStep << ")";
+    return p;
+  }
+
+  p.headsPerProgram = options.headsPerProgram > 0
+                          ? options.headsPerProgram
+                          : defaultHeadsPerProgram(group, p.headSize,
+                                                   p.cacheBytes);
+  if (!llvm::isPowerOf2_64(p.headsPerProgram) || p.headsPerProgram > 16)
+    return op.emitOpError("heads-per-program (")
+           << p.headsPerProgram << ") must be a power of two up to 16";
   int64_t padded = llvm::PowerOf2Ceil(p.chunks);
   p.lanesPerToken = std::min<int64_t>(padded, 32);
   p.groups = 32 / p.lanesPerToken;

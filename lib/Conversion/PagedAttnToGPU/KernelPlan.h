@@ -20,7 +20,16 @@ namespace mlir::paged_attn {
 
 class DecodeV2Op;
 
-/// Lane mapping (one warp, 32 lanes). A token's key is `chunks` 16-byte
+/// Which partition kernel a variant uses.
+enum class KernelKind {
+  /// fp32 FMAs on CUDA cores (every chip, every dtype): PartitionKernel.cpp.
+  Simt,
+  /// Tensor cores, mma.sync.m16n8k16 with fp32 accumulation (sm_80 and
+  /// newer, f16 and bf16 caches): MmaPartitionKernel.cpp.
+  Mma,
+};
+
+/// SIMT lane mapping (one warp, 32 lanes). A token's key is `chunks` 16-byte
 /// chunks of `keyPack` elements; `lanesPerToken` lanes (a lane group) share
 /// a token, each holding `chunksPerLane` of its chunks, so a warp has
 /// `groups = 32 / lanesPerToken` lane groups. A group owns `groupTokens`
@@ -29,6 +38,7 @@ class DecodeV2Op;
 /// no value crosses lanes inside the token loop. A warp step consumes
 /// `tokenStep = groups * groupTokens` tokens.
 struct KernelPlan {
+  KernelKind kind = KernelKind::Simt;
   // The variant key.
   Type elemType;      // query and output
   Type cacheType;     // key and value cache
@@ -38,7 +48,8 @@ struct KernelPlan {
   int64_t headsPerProgram; // GQA tile
   int64_t warps;
 
-  // Derived lane mapping.
+  // Derived lane mapping (SIMT; the tensor-core kernel uses only
+  // cacheBytes, keyPack and chunks, and a fixed 16-token step).
   int64_t cacheBytes;    // bytes per cache element
   int64_t keyPack;       // x: cache elements per 16 bytes
   int64_t chunks;        // head_size / x
@@ -50,9 +61,22 @@ struct KernelPlan {
   int64_t dimsPerLane;   // value rows (head dims) a lane accumulates
 
   int64_t threads() const { return warps * 32; }
-  /// f32 words of workgroup memory for the cross-warp merge.
-  int64_t sharedFloats() const { return warps * headsPerProgram * (headSize + 2); }
-  /// A stable name, e.g. "pa_f16_d128_b16_h4" (tmp_output f32).
+  bool usesMma() const { return kind == KernelKind::Mma; }
+  /// f32 words of workgroup memory for the cross-warp merge (the epilogue
+  /// layout: acc[warp][head][dim], m[warp][head], l[warp][head]).
+  int64_t epilogueFloats() const {
+    return warps * headsPerProgram * (headSize + 2);
+  }
+  /// f32 words each warp of the tensor-core kernel uses to turn its scores
+  /// into the PV operand: two buffers of [head][kMmaScoreStride].
+  static constexpr int64_t kMmaScoreStride = 20;
+  int64_t scratchFloats() const {
+    return usesMma() ? warps * 2 * headsPerProgram * kMmaScoreStride : 0;
+  }
+  /// All the workgroup memory of the partition kernel, in f32 words.
+  int64_t sharedFloats() const { return epilogueFloats() + scratchFloats(); }
+  /// A stable name, e.g. "pa_f16_d128_b16_h4" (tmp_output f32), with
+  /// "_mma" for the tensor-core kernel.
   std::string name() const;
 };
 
@@ -64,12 +88,21 @@ FailureOr<KernelPlan> planKernel(DecodeV2Op op,
 /// form, features not implemented yet, no workspace, non-contiguous memrefs).
 LogicalResult checkDecodeV2Lowerable(DecodeV2Op op);
 
-/// The documented GQA tiling rule: the smallest power of two >= group size,
-/// capped by the register budget (no spills on sm_70 or sm_90): 8 query heads
-/// per program for f32 caches up to head size 128, else 4. Larger groups run
-/// ceil(group / tile) programs per KV head, each reading the KV head's K/V.
+/// The documented GQA tiling rule of the SIMT kernel: the smallest power of
+/// two >= group size, capped by the register budget (no spills on sm_70 or
+/// sm_90): 8 query heads per program for f32 caches up to head size 128,
+/// else 4. Larger groups run ceil(group / tile) programs per KV head, each
+/// reading the KV head's K/V.
 int64_t defaultHeadsPerProgram(int64_t groupSize, int64_t headSize,
                                int64_t cacheBytes);
+
+/// The tile rule of the tensor-core kernel: one n8 block of the mma (8 query
+/// heads) for groups up to 8, two (16) for larger groups up to head size
+/// 128, where the accumulators still fit in registers.
+int64_t defaultMmaHeadsPerProgram(int64_t groupSize, int64_t headSize);
+
+/// The SM version of a chip name ("sm_90a" -> 90), or 0 if it is not one.
+int64_t chipVersion(StringRef chip);
 
 } // namespace mlir::paged_attn
 

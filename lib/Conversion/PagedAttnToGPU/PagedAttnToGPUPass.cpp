@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -40,6 +41,8 @@ struct ConvertPagedAttnToGPUPass
     PagedAttnToGPUOptions options;
     options.headsPerProgram = headsPerProgram;
     options.warps = warps;
+    options.chip = chip;
+    options.kernel = kernel;
 
     bool ok = true;
     bool any = false;

@@ -1,6 +1,7 @@
-//===- PartitionKernel.cpp - the partition (and one-pass) kernel ----------===//
+//===- PartitionKernel.cpp - the SIMT partition (and one-pass) kernel -----===//
 //
-// Builds `<variant>_partition` and `<variant>_onepass`: one program per
+// Builds `<variant>_partition` and `<variant>_onepass` on CUDA cores (every
+// chip, every dtype; sm_70 and f32 caches use it): one program per
 // (partition, KV head x head tile, sequence). The program's warps take the
 // partition's token steps round robin; in a step each lane group gathers
 // its tokens' key chunks and one value chunk per head dim it owns with
@@ -23,8 +24,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilders.h"
 #include "KernelIdioms.h"
+#include "PartitionProgram.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -51,42 +52,25 @@ struct SoftmaxState {
   Value &acc(int64_t g, int64_t j) { return values[2 * heads + g * dims + j]; }
 };
 
-/// Builds one partition or one-pass kernel.
-class PartitionKernelBuilder {
+/// The SIMT token loop: per-lane online softmax, shuffle dot products.
+class SimtPartitionBuilder : public PartitionProgram {
 public:
-  PartitionKernelBuilder(const KernelPlan &plan, bool onePass)
-      : plan(plan), onePass(onePass) {}
-
-  gpu::GPUFuncOp build(OpBuilder &moduleBuilder, Location loc);
+  using PartitionProgram::PartitionProgram;
 
 private:
-  void emitBody(ImplicitLocOpBuilder &b);
-  void emitSentinels(ImplicitLocOpBuilder &b);
-  void emitPartition(ImplicitLocOpBuilder &b);
+  void emitPartition(ImplicitLocOpBuilder &b) override;
   void loadQuery(ImplicitLocOpBuilder &b);
   SoftmaxState emitStep(ImplicitLocOpBuilder &b, Value step, bool masked,
                         SoftmaxState state);
   SoftmaxState mergeLaneGroups(ImplicitLocOpBuilder &b, SoftmaxState state);
-  void mergeWarpsAndStore(ImplicitLocOpBuilder &b, SoftmaxState state);
-  /// Query head of tile slot g, and whether it exists (the last tile of a
-  /// group that is not a multiple of the tile is masked).
-  std::pair<Value, Value> headOf(ImplicitLocOpBuilder &b, int64_t g);
+  void storeWarpState(ImplicitLocOpBuilder &b, SoftmaxState state);
   /// The lane's i-th key chunk or head dim, `laneInGroup + i * lanesPerToken`,
   /// clamped below `count` (lanes past it redo valid work that is dropped),
   /// and whether it was in range.
   std::pair<Value, Value> laneItem(ImplicitLocOpBuilder &b, int64_t i,
                                    int64_t count);
 
-  const KernelPlan &plan;
-  bool onePass;
-
-  // Kernel arguments.
-  Value query, keyCache, valueCache, blockTables, seqLens, output, expSums,
-      maxLogits, tmpOutput, scale, maxBlocks, maxParts, partTokens, numKvHeads,
-      groupSize, shared;
-  // Values computed once in the prologue.
-  Value lane, warp, laneInGroup, group, part, seq, kvHead, tile, numHeads,
-      seqLen, partStart, partEnd, blockRow, kvHeadOffset, blockStride;
+  Value laneInGroup, group;
   /// Query of the tile, fp32, pre-scaled by scale * log2(e):
   /// q[g][i][e] for tile head g, lane chunk i, element e.
   SmallVector<SmallVector<SmallVector<Value>>> q;
@@ -94,67 +78,9 @@ private:
 
 } // namespace
 
-gpu::GPUFuncOp PartitionKernelBuilder::build(OpBuilder &moduleBuilder,
-                                             Location loc) {
-  MLIRContext *ctx = moduleBuilder.getContext();
-  auto flat = [&](Type t) { return flatMemRefType(t); };
-  Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
-  Type i32Flat = flat(i32), f32Flat = flat(f32);
-  SmallVector<Type> args{flat(plan.elemType),  flat(plan.cacheType),
-                         flat(plan.cacheType), i32Flat,
-                         i32Flat,              flat(plan.elemType),
-                         f32Flat,              f32Flat,
-                         flat(plan.tmpType),   f32,
-                         i32,                  i32,
-                         i32,                  i32,
-                         i32};
-  auto sharedType = MemRefType::get(
-      {plan.sharedFloats()}, f32, MemRefLayoutAttrInterface{},
-      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-  std::string name = plan.name() + (onePass ? "_onepass" : "_partition");
-  auto func = gpu::GPUFuncOp::create(moduleBuilder, loc, name,
-                                     moduleBuilder.getFunctionType(args, {}),
-                                     TypeRange{sharedType});
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                moduleBuilder.getUnitAttr());
-  func.setKnownBlockSizeAttr(moduleBuilder.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(plan.threads()), 1, 1}));
-  // Tell ptxas one program per SM is acceptable: without it, ptxas for
-  // sm_90 may cap registers for occupancy and spill the softmax state.
-  func->setAttr("nvvm.minctasm", moduleBuilder.getI32IntegerAttr(1));
-
-  Block &entry = func.getBody().front();
-  auto arg = [&](unsigned i) { return entry.getArgument(i); };
-  query = arg(0), keyCache = arg(1), valueCache = arg(2), blockTables = arg(3),
-  seqLens = arg(4), output = arg(5), expSums = arg(6), maxLogits = arg(7),
-  tmpOutput = arg(8), scale = arg(9), maxBlocks = arg(10), maxParts = arg(11),
-  partTokens = arg(12), numKvHeads = arg(13), groupSize = arg(14);
-  shared = func.getWorkgroupAttributions().front();
-
-  ImplicitLocOpBuilder b(loc, ctx);
-  b.setInsertionPointToStart(&entry);
-  emitBody(b);
-  gpu::ReturnOp::create(b);
-  return func;
-}
-
-std::pair<Value, Value> PartitionKernelBuilder::headOf(ImplicitLocOpBuilder &b,
-                                                       int64_t g) {
-  // slot = tile * headsPerProgram + g; head = kvHead * groupSize + slot.
-  Value slot = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, tile, cIdx(b, plan.headsPerProgram)),
-      cIdx(b, g));
-  Value groupLen = toIndex(b, groupSize);
-  Value valid =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, slot, groupLen);
-  Value head = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, kvHead, groupLen), slot);
-  return {head, valid};
-}
-
 std::pair<Value, Value>
-PartitionKernelBuilder::laneItem(ImplicitLocOpBuilder &b, int64_t i,
-                                 int64_t count) {
+SimtPartitionBuilder::laneItem(ImplicitLocOpBuilder &b, int64_t i,
+                               int64_t count) {
   Value item =
       arith::AddIOp::create(b, laneInGroup, cIdx(b, i * plan.lanesPerToken));
   Value inRange =
@@ -164,78 +90,13 @@ PartitionKernelBuilder::laneItem(ImplicitLocOpBuilder &b, int64_t i,
   return {item, inRange};
 }
 
-void PartitionKernelBuilder::emitBody(ImplicitLocOpBuilder &b) {
-  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  lane = arith::RemUIOp::create(b, tid, cIdx(b, 32));
-  warp = arith::DivUIOp::create(b, tid, cIdx(b, 32));
-  laneInGroup = arith::RemUIOp::create(b, lane, cIdx(b, plan.lanesPerToken));
-  group = arith::DivUIOp::create(b, lane, cIdx(b, plan.lanesPerToken));
-  part = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-  Value kvTile = gpu::BlockIdOp::create(b, gpu::Dimension::y);
-  seq = gpu::BlockIdOp::create(b, gpu::Dimension::z);
-  Value groupLen = toIndex(b, groupSize);
-  Value tiles = arith::CeilDivUIOp::create(b, groupLen,
-                                           cIdx(b, plan.headsPerProgram));
-  kvHead = arith::DivUIOp::create(b, kvTile, tiles);
-  tile = arith::RemUIOp::create(b, kvTile, tiles);
-  numHeads = arith::MulIOp::create(b, toIndex(b, numKvHeads), groupLen);
-  seqLen = toIndex(b, memref::LoadOp::create(b, seqLens, ValueRange{seq}));
-
-  if (onePass) {
-    partStart = cIdx(b, 0);
-    partEnd = seqLen;
-    emitPartition(b);
-    return;
-  }
-  Value tokens = toIndex(b, partTokens);
-  partStart = arith::MulIOp::create(b, part, tokens);
-  partEnd = arith::MinUIOp::create(
-      b, arith::AddIOp::create(b, partStart, tokens), seqLen);
-  // Partitions past the sequence's end leave sentinels the reducer skips.
-  Value empty = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, partStart,
-                                      seqLen);
-  auto ifOp = scf::IfOp::create(b, empty, /*withElseRegion=*/true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    emitSentinels(b);
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    emitPartition(b);
-  }
-}
-
-void PartitionKernelBuilder::emitSentinels(ImplicitLocOpBuilder &b) {
-  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  for (int64_t g = 0; g < plan.headsPerProgram; ++g) {
-    auto [head, valid] = headOf(b, g);
-    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid,
-                                        cIdx(b, 0));
-    Value write = arith::AndIOp::create(b, valid, first);
-    auto ifOp = scf::IfOp::create(b, write, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    Value row = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, seq, numHeads), head);
-    Value idx = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, row, toIndex(b, maxParts)), part);
-    memref::StoreOp::create(b, cF32(b, -INFINITY), maxLogits, ValueRange{idx});
-    memref::StoreOp::create(b, cF32(b, 0.0f), expSums, ValueRange{idx});
-  }
-}
-
-void PartitionKernelBuilder::loadQuery(ImplicitLocOpBuilder &b) {
+void SimtPartitionBuilder::loadQuery(ImplicitLocOpBuilder &b) {
   // Scores are kept in the log2 domain: fold scale * log2(e) into q once.
   Value qScale = arith::MulFOp::create(b, scale, cF32(b, M_LOG2E));
   q.assign(plan.headsPerProgram, {});
   for (int64_t g = 0; g < plan.headsPerProgram; ++g) {
-    auto [head, valid] = headOf(b, g);
     // A masked slot reads its group's last head; its results are dropped.
-    Value lastHead = arith::SubIOp::create(
-        b,
-        arith::MulIOp::create(b, arith::AddIOp::create(b, kvHead, cIdx(b, 1)),
-                              toIndex(b, groupSize)),
-        cIdx(b, 1));
-    Value safeHead = arith::SelectOp::create(b, valid, head, lastHead);
+    Value safeHead = safeHeadOf(b, g);
     Value row = arith::MulIOp::create(
         b,
         arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
@@ -258,15 +119,10 @@ void PartitionKernelBuilder::loadQuery(ImplicitLocOpBuilder &b) {
   }
 }
 
-void PartitionKernelBuilder::emitPartition(ImplicitLocOpBuilder &b) {
+void SimtPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
+  laneInGroup = arith::RemUIOp::create(b, lane, cIdx(b, plan.lanesPerToken));
+  group = arith::DivUIOp::create(b, lane, cIdx(b, plan.lanesPerToken));
   loadQuery(b);
-  blockRow = arith::MulIOp::create(b, seq, toIndex(b, maxBlocks));
-  // Elements of one (block, KV head) slab: head_size * block_size, for both
-  // the key layout [D/x][bs][x] and the value layout [D][bs].
-  int64_t slab = plan.headSize * plan.blockSize;
-  Value kvHeads = toIndex(b, numKvHeads);
-  kvHeadOffset = arith::MulIOp::create(b, kvHead, cIdx(b, slab));
-  blockStride = arith::MulIOp::create(b, kvHeads, cIdx(b, slab));
 
   SoftmaxState state{plan.headsPerProgram, plan.dimsPerLane, {}};
   for (int64_t g = 0; g < plan.headsPerProgram; ++g)
@@ -311,10 +167,11 @@ void PartitionKernelBuilder::emitPartition(ImplicitLocOpBuilder &b) {
   state.values = SmallVector<Value>(tailIf.getResults());
 
   state = mergeLaneGroups(b, state);
-  mergeWarpsAndStore(b, state);
+  storeWarpState(b, state);
+  emitEpilogue(b);
 }
 
-SoftmaxState PartitionKernelBuilder::emitStep(ImplicitLocOpBuilder &b,
+SoftmaxState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b,
                                               Value step, bool masked,
                                               SoftmaxState state) {
   const int64_t heads = plan.headsPerProgram, x = plan.keyPack,
@@ -440,7 +297,7 @@ SoftmaxState PartitionKernelBuilder::emitStep(ImplicitLocOpBuilder &b,
   return state;
 }
 
-SoftmaxState PartitionKernelBuilder::mergeLaneGroups(ImplicitLocOpBuilder &b,
+SoftmaxState SimtPartitionBuilder::mergeLaneGroups(ImplicitLocOpBuilder &b,
                                                      SoftmaxState state) {
   // Lanes with the same position in their group own the same head dims and
   // different tokens: merge their states with the log-sum-exp rule.
@@ -462,116 +319,37 @@ SoftmaxState PartitionKernelBuilder::mergeLaneGroups(ImplicitLocOpBuilder &b,
   return state;
 }
 
-void PartitionKernelBuilder::mergeWarpsAndStore(ImplicitLocOpBuilder &b,
-                                                SoftmaxState state) {
+void SimtPartitionBuilder::storeWarpState(ImplicitLocOpBuilder &b,
+                                          SoftmaxState state) {
   const int64_t heads = plan.headsPerProgram, d = plan.headSize;
-  // Workgroup layout: acc[warp][g][d], then m[warp][g], then l[warp][g].
-  int64_t mBase = plan.warps * heads * d;
-  int64_t lBase = mBase + plan.warps * heads;
   Value firstGroup = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, group,
                                            cIdx(b, 0));
-  {
-    auto ifOp = scf::IfOp::create(b, firstGroup, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    for (int64_t g = 0; g < heads; ++g) {
-      Value wg = arith::AddIOp::create(
-          b, arith::MulIOp::create(b, warp, cIdx(b, heads)), cIdx(b, g));
-      for (int64_t j = 0; j < plan.dimsPerLane; ++j) {
-        auto [dim, ok] = laneItem(b, j, d);
-        Value idx = arith::AddIOp::create(
-            b, arith::MulIOp::create(b, wg, cIdx(b, d)), dim);
-        if ((j + 1) * plan.lanesPerToken > d) {
-          auto inner = scf::IfOp::create(b, ok, /*withElseRegion=*/false);
-          OpBuilder::InsertionGuard g2(b);
-          b.setInsertionPointToStart(inner.thenBlock());
-          memref::StoreOp::create(b, state.acc(g, j), shared, ValueRange{idx});
-        } else {
-          memref::StoreOp::create(b, state.acc(g, j), shared, ValueRange{idx});
-        }
+  auto ifOp = scf::IfOp::create(b, firstGroup, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  for (int64_t g = 0; g < heads; ++g) {
+    for (int64_t j = 0; j < plan.dimsPerLane; ++j) {
+      auto [dim, ok] = laneItem(b, j, d);
+      Value idx = accIndex(b, warp, cIdx(b, g), dim);
+      if ((j + 1) * plan.lanesPerToken > d) {
+        auto inner = scf::IfOp::create(b, ok, /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(inner.thenBlock());
+        memref::StoreOp::create(b, state.acc(g, j), shared, ValueRange{idx});
+      } else {
+        memref::StoreOp::create(b, state.acc(g, j), shared, ValueRange{idx});
       }
-      // Every lane of the group holds the same m and l: one store each.
-      memref::StoreOp::create(b, state.m(g), shared,
-                              ValueRange{arith::AddIOp::create(
-                                  b, wg, cIdx(b, mBase))});
-      memref::StoreOp::create(b, state.l(g), shared,
-                              ValueRange{arith::AddIOp::create(
-                                  b, wg, cIdx(b, lBase))});
     }
-  }
-  gpu::BarrierOp::create(b);
-
-  // Each thread finishes (head, dim) pairs: merge the warps and store.
-  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  int64_t total = heads * d, threads = plan.threads();
-  for (int64_t base = 0; base < total; base += threads) {
-    Value i = arith::AddIOp::create(b, tid, cIdx(b, base));
-    Value inRange =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, cIdx(b, total));
-    // The head slot and dim of pair i.
-    Value g = arith::DivUIOp::create(b, i, cIdx(b, d));
-    Value dim = arith::RemUIOp::create(b, i, cIdx(b, d));
-    Value slot = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, tile, cIdx(b, heads)), g);
-    Value valid = arith::AndIOp::create(
-        b, inRange,
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, slot,
-                              toIndex(b, groupSize)));
-    auto ifOp = scf::IfOp::create(b, valid, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    auto load = [&](Value idx) {
-      return memref::LoadOp::create(b, shared, ValueRange{idx}).getResult();
-    };
-    SmallVector<Value> ms;
-    Value mMax = cF32(b, -FLT_MAX);
-    for (int64_t w = 0; w < plan.warps; ++w) {
-      Value wg = arith::AddIOp::create(b, g, cIdx(b, w * heads));
-      ms.push_back(load(arith::AddIOp::create(b, wg, cIdx(b, mBase))));
-      mMax = maxf(b, mMax, ms.back());
-    }
-    Value sum = cF32(b, 0.0f), acc = cF32(b, 0.0f);
-    for (int64_t w = 0; w < plan.warps; ++w) {
-      Value wg = arith::AddIOp::create(b, g, cIdx(b, w * heads));
-      Value f = exp2(b, arith::SubFOp::create(b, ms[w], mMax));
-      sum = fma(b, load(arith::AddIOp::create(b, wg, cIdx(b, lBase))), f, sum);
-      Value accIdx = arith::AddIOp::create(
-          b, arith::MulIOp::create(b, wg, cIdx(b, d)), dim);
-      acc = fma(b, load(accIdx), f, acc);
-    }
-    Value result = arith::DivFOp::create(b, acc, sum);
-    Value head = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)), slot);
-    Value row = arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
-                                      head);
-    if (onePass) {
-      Value idx = arith::AddIOp::create(
-          b, arith::MulIOp::create(b, row, cIdx(b, d)), dim);
-      memref::StoreOp::create(b, fromF32(b, result, plan.elemType), output,
-                              ValueRange{idx});
-      continue;
-    }
-    Value partIdx = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, row, toIndex(b, maxParts)), part);
-    Value tmpIdx = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, partIdx, cIdx(b, d)), dim);
-    memref::StoreOp::create(b, fromF32(b, result, plan.tmpType), tmpOutput,
-                            ValueRange{tmpIdx});
-    // One thread per head writes the partition's statistics, with the max
-    // back in the natural-log domain.
-    Value firstDim =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, dim, cIdx(b, 0));
-    auto statIf = scf::IfOp::create(b, firstDim, /*withElseRegion=*/false);
-    b.setInsertionPointToStart(statIf.thenBlock());
-    memref::StoreOp::create(b, sum, expSums, ValueRange{partIdx});
-    memref::StoreOp::create(b, arith::MulFOp::create(b, mMax, cF32(b, M_LN2)),
-                            maxLogits, ValueRange{partIdx});
+    // Every lane of the group holds the same m and l: one store each.
+    memref::StoreOp::create(b, state.m(g), shared,
+                            ValueRange{mIndex(b, warp, cIdx(b, g))});
+    memref::StoreOp::create(b, state.l(g), shared,
+                            ValueRange{lIndex(b, warp, cIdx(b, g))});
   }
 }
 
-gpu::GPUFuncOp mlir::paged_attn::buildPartitionKernel(OpBuilder &moduleBuilder,
-                                                      Location loc,
-                                                      const KernelPlan &plan,
-                                                      bool onePass) {
-  return PartitionKernelBuilder(plan, onePass).build(moduleBuilder, loc);
+gpu::GPUFuncOp mlir::paged_attn::buildSimtPartitionKernel(
+    OpBuilder &moduleBuilder, Location loc, const KernelPlan &plan,
+    bool onePass) {
+  return SimtPartitionBuilder(plan, onePass).build(moduleBuilder, loc);
 }

@@ -1,5 +1,9 @@
 // RUN: pa-opt %s -convert-paged-attn-to-gpu="heads-per-program=2 warps=8" | FileCheck %s
 // RUN: not pa-opt %s -convert-paged-attn-to-gpu="heads-per-program=3" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not pa-opt %s -convert-paged-attn-to-gpu="kernel=mma" 2>&1 | FileCheck %s --check-prefix=MMA70
+// RUN: not pa-opt %s -convert-paged-attn-to-gpu="chip=sm_90 heads-per-program=4" 2>&1 | FileCheck %s --check-prefix=MMATILE
+// RUN: not pa-opt %s -convert-paged-attn-to-gpu="chip=sm90" 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not pa-opt %s -convert-paged-attn-to-gpu="kernel=wmma" 2>&1 | FileCheck %s --check-prefix=KIND
 
 // The GQA tile and the warps per program are pass options: group 8 served by
 // four programs of 2 heads per KV head, 256 threads each.
@@ -8,6 +12,10 @@
 // CHECK: gpu.func @pa_f16_d64_b16_h2_w8_partition({{.*}}) workgroup(%{{.*}} : memref<1056xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>, nvvm.minctasm = 1 : i32}
 
 // BAD: error: 'paged_attn.decode_v2' op heads-per-program (3) must be a power of two up to 16
+// MMA70: error: 'paged_attn.decode_v2' op kernel=mma needs sm_80 or newer (got sm_70) and f16 or bf16 caches of the query's type (got 'f16')
+// MMATILE: error: 'paged_attn.decode_v2' op heads-per-program (4) of the tensor-core kernel must be 8 or 16 (n8 blocks)
+// CHIP: error: 'paged_attn.decode_v2' op unknown chip 'sm90'
+// KIND: error: 'paged_attn.decode_v2' op kernel must be auto, simt or mma (got 'wmma')
 func.func @grouped(%q: memref<?x32x64xf16>, %kc: memref<?x4x8x16x8xf16>,
     %vc: memref<?x4x64x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
     %out: memref<?x32x64xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>,

@@ -9,6 +9,7 @@
 #define PAGED_ATTN_CONVERSION_PAGEDATTNTOGPU_PAGEDATTNTOGPU_H
 
 #include <cstdint>
+#include <string>
 
 namespace mlir {
 class ConversionTarget;
@@ -26,6 +27,11 @@ inline constexpr char kVariantAttrName[] = "paged_attn.variants";
 struct PagedAttnToGPUOptions {
   int64_t headsPerProgram = 0;
   int64_t warps = 4;
+  /// The chip the kernels are for: it decides which partition kernel the
+  /// rule picks (tensor cores from sm_80).
+  std::string chip = "sm_70";
+  /// "auto" (the rule), "simt" or "mma".
+  std::string kernel = "auto";
 };
 
 /// Adds the pattern that lowers decode_v2 (memref form) to gpu.launch_func

@@ -1,0 +1,484 @@
+//===- MmaPartitionKernel.cpp - the tensor-core partition kernel ----------===//
+//
+// Builds `<variant>_mma_partition` and `_onepass` for f16 and bf16 caches on
+// sm_80 and newer: the scores and the weighted values of a warp step are two
+// mma.sync.m16n8k16 products with fp32 accumulation, so the arithmetic per
+// byte of K/V is a few instructions and the kernel runs at the memory
+// bandwidth whatever the GQA group (docs/kernels.md).
+//
+// A warp step is 16 tokens. With lane = 4 * g + t (g = lane / 4, t = lane % 4)
+// and the mma fragment layouts of the PTX ISA:
+//
+//   S^T[16 tokens x 8 heads] = K[16 tokens x D] . Q^T[D x 8 heads]
+//     A = K: rows g and g + 8 are tokens g and g + 8 of the step; the lane
+//       loads their 16-byte key chunks 4j + t (j < ceil(D/32)), and the four
+//       32-bit words of a chunk are its A operands of k16 blocks 2j and
+//       2j + 1 (any permutation of the dims serves a dot product, as long as
+//       Q's B operand uses the same one);
+//     B = Q^T: column g is query head g of the n8 block, chunk 4j + t;
+//     C: the lane holds tokens g, g + 8 x heads 2t, 2t + 1.
+//   O^T[D x 8 heads] += V^T[D x 16 tokens] . P^T[16 tokens x 8 heads]
+//     A = V^T: rows are dims 16m + g and 16m + g + 8; the lane loads 8 bytes,
+//       tokens 4t .. 4t + 3, of each (value layout [D][block]);
+//     B = P^T: head g, tokens 4t .. 4t + 3 - the weights of other lanes, so
+//       each warp transposes them through 2 x 8 x 20 floats of workgroup
+//       memory (double-buffered, one bar.warp.sync per step);
+//     C: the lane holds dims 16m + g, 16m + g + 8 x heads 2t, 2t + 1 - the
+//       heads whose online-softmax state (max, sum) it keeps.
+//
+// Sketch of one step (f16, d128, b16, 8 heads):
+//
+//   %k = vector.load %key_cache[...] {alignment = 16} : vector<8xf16>  x 8
+//   %v = vector.load %value_cache[...] {alignment = 8} : vector<4xf16> x 16
+//   %s = nvvm.mma.sync A[..] B[..] C[..] {shape = m16n8k16} x 8  // scores
+//   %m = arith.select ... gpu.shuffle xor 4, 8, 16               // step max
+//   memref.store %p, %scratch[...]; nvvm.bar.warp.sync; vector.load
+//   %o = nvvm.mma.sync A[..] B[..] C[..] {shape = m16n8k16} x 8  // P . V
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelIdioms.h"
+#include "PartitionProgram.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cfloat>
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::paged_attn;
+
+namespace {
+
+/// The per-lane state, flattened for scf.for iter_args: for each n8 block
+/// `n` of heads and each of the lane's two heads `e` (2t + e), the running
+/// max m (log2 domain) and sum l (over the lane's tokens), and the four
+/// accumulators of each m16 block of dims.
+struct MmaState {
+  int64_t nBlocks, mBlocks;
+  SmallVector<Value> values;
+
+  Value &m(int64_t n, int64_t e) { return values[2 * n + e]; }
+  Value &l(int64_t n, int64_t e) { return values[2 * nBlocks + 2 * n + e]; }
+  Value &acc(int64_t n, int64_t mb, int64_t r) {
+    return values[4 * nBlocks + (n * mBlocks + mb) * 4 + r];
+  }
+};
+
+class MmaPartitionBuilder : public PartitionProgram {
+public:
+  using PartitionProgram::PartitionProgram;
+
+private:
+  void emitPartition(ImplicitLocOpBuilder &b) override;
+  void loadQuery(ImplicitLocOpBuilder &b);
+  MmaState emitStep(ImplicitLocOpBuilder &b, Value step, bool masked,
+                    MmaState state);
+  void storeWarpState(ImplicitLocOpBuilder &b, MmaState state);
+
+  /// The 32-bit words of a loaded vector of the cache type.
+  SmallVector<Value> words(ImplicitLocOpBuilder &b, Value vec);
+  /// A 32-bit word as an mma operand: vector<2xf16> or i32 (bf16).
+  Value operand(ImplicitLocOpBuilder &b, Value word);
+  /// Two fp32 values rounded to one 32-bit word of the cache type.
+  Value packWord(ImplicitLocOpBuilder &b, Value lo, Value hi);
+  /// c += a . b, one m16n8k16 mma; `c` holds four f32.
+  void mma(ImplicitLocOpBuilder &b, ArrayRef<Value> a, ArrayRef<Value> bOps,
+           MutableArrayRef<Value> c);
+
+  int64_t nBlocks() const { return plan.headsPerProgram / 8; }
+  int64_t mBlocks() const { return plan.headSize / 16; }
+  /// Chunk quads: k16-block pairs of the score product.
+  int64_t quads() const { return llvm::divideCeil(plan.chunks, 4); }
+
+  Value g, t;
+  /// Q's B operands: qf[n][j][w], word w of chunk 4j + t of head 8n + g.
+  SmallVector<SmallVector<SmallVector<Value>>> qf;
+};
+
+} // namespace
+
+SmallVector<Value> MmaPartitionBuilder::words(ImplicitLocOpBuilder &b,
+                                              Value vec) {
+  auto type = cast<VectorType>(vec.getType());
+  int64_t n = type.getNumElements() * type.getElementTypeBitWidth() / 32;
+  Value asWords =
+      vector::BitCastOp::create(b, VectorType::get({n}, b.getI32Type()), vec);
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < n; ++i)
+    out.push_back(vector::ExtractOp::create(b, asWords, i));
+  return out;
+}
+
+Value MmaPartitionBuilder::operand(ImplicitLocOpBuilder &b, Value word) {
+  if (plan.cacheType.isBF16())
+    return word;
+  return LLVM::BitcastOp::create(b, VectorType::get({2}, b.getF16Type()),
+                                 word);
+}
+
+Value MmaPartitionBuilder::packWord(ImplicitLocOpBuilder &b, Value lo,
+                                    Value hi) {
+  auto f32x2 = VectorType::get({2}, b.getF32Type());
+  Value pair = vector::FromElementsOp::create(b, f32x2, ValueRange{lo, hi});
+  Value narrow = arith::TruncFOp::create(
+      b, VectorType::get({2}, plan.cacheType), pair);
+  return words(b, narrow).front();
+}
+
+void MmaPartitionBuilder::mma(ImplicitLocOpBuilder &b, ArrayRef<Value> a,
+                              ArrayRef<Value> bOps, MutableArrayRef<Value> c) {
+  Type f32 = b.getF32Type();
+  auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                     {f32, f32, f32, f32});
+  NVVM::MMATypes type = plan.cacheType.isBF16() ? NVVM::MMATypes::bf16
+                                                : NVVM::MMATypes::f16;
+  SmallVector<Value> aOps, bVals;
+  for (Value w : a)
+    aOps.push_back(operand(b, w));
+  for (Value w : bOps)
+    bVals.push_back(operand(b, w));
+  auto op = NVVM::MmaOp::create(
+      b, resultType, aOps, bVals, SmallVector<Value>(c.begin(), c.end()),
+      ArrayRef<int64_t>{16, 8, 16}, /*b1Op=*/std::nullopt,
+      /*intOverflow=*/std::nullopt,
+      std::array<NVVM::MMATypes, 2>{type, type},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  for (int64_t r = 0; r < 4; ++r)
+    c[r] = LLVM::ExtractValueOp::create(b, op.getRes(), r);
+}
+
+void MmaPartitionBuilder::loadQuery(ImplicitLocOpBuilder &b) {
+  qf.assign(nBlocks(), {});
+  Value zero = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(
+             VectorType::get({plan.keyPack}, plan.elemType),
+             b.getZeroAttr(plan.elemType)));
+  for (int64_t n = 0; n < nBlocks(); ++n) {
+    // Head 8n + g of the tile; a masked slot multiplies by zeros.
+    auto [head, valid] =
+        headOfSlot(b, arith::AddIOp::create(b, g, cIdx(b, 8 * n)));
+    Value firstHead =
+        arith::MulIOp::create(b, kvHead, toIndex(b, groupSize));
+    Value safeHead = arith::SelectOp::create(b, valid, head, firstHead);
+    Value row = arith::MulIOp::create(
+        b,
+        arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
+                              safeHead),
+        cIdx(b, plan.headSize));
+    for (int64_t j = 0; j < quads(); ++j) {
+      Value chunk = arith::AddIOp::create(b, t, cIdx(b, 4 * j));
+      Value use = valid;
+      if (4 * (j + 1) > plan.chunks) { // chunks past head_size are zeros
+        use = arith::AndIOp::create(
+            b, use,
+            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
+                                  cIdx(b, plan.chunks)));
+        chunk = arith::MinUIOp::create(b, chunk, cIdx(b, plan.chunks - 1));
+      }
+      Value ofs = arith::AddIOp::create(
+          b, row, arith::MulIOp::create(b, chunk, cIdx(b, plan.keyPack)));
+      Value v = loadVector(b, query, ofs, plan.keyPack);
+      v = arith::SelectOp::create(b, use, v, zero);
+      qf[n].push_back(words(b, v));
+    }
+  }
+}
+
+void MmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
+  g = arith::DivUIOp::create(b, lane, cIdx(b, 4));
+  t = arith::RemUIOp::create(b, lane, cIdx(b, 4));
+  loadQuery(b);
+
+  MmaState state{nBlocks(), mBlocks(), {}};
+  for (int64_t i = 0; i < 2 * nBlocks(); ++i)
+    state.values.push_back(cF32(b, -FLT_MAX));
+  for (int64_t i = 0; i < 2 * nBlocks() + 4 * nBlocks() * mBlocks(); ++i)
+    state.values.push_back(cF32(b, 0.0f));
+
+  // Full steps without masks, warps round robin; then at most one tail step.
+  Value tokens = arith::SubIOp::create(b, partEnd, partStart);
+  Value step = cIdx(b, plan.tokenStep);
+  Value fullSteps = arith::DivUIOp::create(b, tokens, step);
+  auto loop = scf::ForOp::create(
+      b, warp, fullSteps, cIdx(b, plan.warps), state.values,
+      [&](OpBuilder &nested, Location loc, Value iv, ValueRange iterArgs) {
+        ImplicitLocOpBuilder nb(loc, nested);
+        MmaState in{nBlocks(), mBlocks(), llvm::to_vector(iterArgs)};
+        MmaState out = emitStep(nb, iv, /*masked=*/false, in);
+        scf::YieldOp::create(nb, out.values);
+      });
+  state.values = SmallVector<Value>(loop.getResults());
+
+  Value hasTail = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::ne, arith::RemUIOp::create(b, tokens, step),
+      cIdx(b, 0));
+  Value tailWarp = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::eq,
+      arith::RemUIOp::create(b, fullSteps, cIdx(b, plan.warps)), warp);
+  auto tailIf = scf::IfOp::create(b, ValueRange(state.values).getTypes(),
+                                  arith::AndIOp::create(b, hasTail, tailWarp),
+                                  /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(tailIf.thenBlock());
+    MmaState out = emitStep(b, fullSteps, /*masked=*/true, state);
+    scf::YieldOp::create(b, out.values);
+    b.setInsertionPointToStart(tailIf.elseBlock());
+    scf::YieldOp::create(b, state.values);
+  }
+  state.values = SmallVector<Value>(tailIf.getResults());
+
+  storeWarpState(b, state);
+  emitEpilogue(b);
+}
+
+MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
+                                       bool masked, MmaState state) {
+  const int64_t bs = plan.blockSize, x = plan.keyPack;
+  Value tok0 = arith::AddIOp::create(
+      b, partStart, arith::MulIOp::create(b, step, cIdx(b, plan.tokenStep)));
+  Value tok0Ofs = arith::RemUIOp::create(b, tok0, cIdx(b, bs));
+  auto physOf = [&](Value logical) {
+    Value entry = memref::LoadOp::create(
+        b, blockTables, ValueRange{arith::AddIOp::create(b, blockRow, logical)});
+    return arith::AddIOp::create(
+        b, arith::MulIOp::create(b, toIndex(b, entry), blockStride),
+        kvHeadOffset);
+  };
+  // The step's 16 tokens lie in one block, or in two of 8.
+  Value logical0 = arith::DivUIOp::create(b, tok0, cIdx(b, bs));
+  Value base0 = physOf(logical0), base1 = base0;
+  if (bs < 16) {
+    Value logical1 = arith::AddIOp::create(b, logical0, cIdx(b, 1));
+    if (masked) // stay inside the sequence's blocks
+      logical1 = arith::MinUIOp::create(
+          b, logical1,
+          arith::DivUIOp::create(
+              b, arith::SubIOp::create(b, seqLen, cIdx(b, 1)), cIdx(b, bs)));
+    base1 = physOf(logical1);
+  }
+  // Key rows g and g + 8: (block base, slot in the block).
+  auto rowSlot = [&](int64_t r) -> std::pair<Value, Value> {
+    if (bs < 16) // row r + g of block 0 or 1
+      return {r < bs ? base0 : base1, arith::AddIOp::create(b, g, cIdx(b, r % bs))};
+    return {base0, arith::AddIOp::create(
+                       b, tok0Ofs, arith::AddIOp::create(b, g, cIdx(b, r)))};
+  };
+
+  // Every load of the step before any arithmetic: key chunks (16 bytes) of
+  // both rows, then values (8 bytes) of both dims of every m16 block.
+  SmallVector<SmallVector<Value>> keyWords[2]; // [row][quad] -> 4 words
+  for (int64_t r = 0; r < 2; ++r) {
+    auto [base, slot] = rowSlot(8 * r);
+    for (int64_t j = 0; j < quads(); ++j) {
+      Value chunk = arith::AddIOp::create(b, t, cIdx(b, 4 * j));
+      if (4 * (j + 1) > plan.chunks)
+        chunk = arith::MinUIOp::create(b, chunk, cIdx(b, plan.chunks - 1));
+      // key_cache[phys, kvh, chunk, slot, :]
+      Value ofs = arith::AddIOp::create(
+          b, base,
+          arith::MulIOp::create(
+              b,
+              arith::AddIOp::create(
+                  b, arith::MulIOp::create(b, chunk, cIdx(b, bs)), slot),
+              cIdx(b, x)));
+      keyWords[r].push_back(words(b, loadVector(b, keyCache, ofs, x)));
+    }
+  }
+  // The lane's value tokens 4t .. 4t + 3.
+  Value vTok = arith::MulIOp::create(b, t, cIdx(b, 4));
+  Value vBase = base0, vSlot = arith::AddIOp::create(b, tok0Ofs, vTok);
+  if (bs < 16) {
+    Value second = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, vTok,
+                                         cIdx(b, bs));
+    vBase = arith::SelectOp::create(b, second, base1, base0);
+    vSlot = arith::RemUIOp::create(b, vTok, cIdx(b, bs));
+  }
+  SmallVector<Value> vecV[2]; // [dim half][m block]
+  for (int64_t mb = 0; mb < mBlocks(); ++mb)
+    for (int64_t r = 0; r < 2; ++r) {
+      Value dim = arith::AddIOp::create(b, g, cIdx(b, 16 * mb + 8 * r));
+      // value_cache[phys, kvh, dim, slot : slot + 4]
+      Value ofs = arith::AddIOp::create(
+          b, vBase,
+          arith::AddIOp::create(b, arith::MulIOp::create(b, dim, cIdx(b, bs)),
+                                vSlot));
+      vecV[r].push_back(loadVector(b, valueCache, ofs, 4));
+    }
+
+  // Scores: S^T per n8 block of heads, 2 mma per chunk quad.
+  SmallVector<SmallVector<Value>> s(nBlocks());
+  for (int64_t n = 0; n < nBlocks(); ++n) {
+    SmallVector<Value> c(4, cF32(b, 0.0f));
+    for (int64_t j = 0; j < quads(); ++j)
+      for (int64_t h = 0; h < 2; ++h)
+        mma(b,
+            {keyWords[0][j][2 * h], keyWords[1][j][2 * h],
+             keyWords[0][j][2 * h + 1], keyWords[1][j][2 * h + 1]},
+            {qf[n][j][2 * h], qf[n][j][2 * h + 1]}, c);
+    s[n] = c;
+  }
+
+  // Tokens g, g + 8 (scores) and 4t + i (values) inside the partition.
+  auto valid = [&](Value ofs) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                 arith::AddIOp::create(b, tok0, ofs), partEnd);
+  };
+  Value qScale = arith::MulFOp::create(b, scale, cF32(b, M_LOG2E));
+  Value rowValid[2];
+  if (masked)
+    for (int64_t r = 0; r < 2; ++r)
+      rowValid[r] = valid(arith::AddIOp::create(b, g, cIdx(b, 8 * r)));
+
+  // Online softmax per head the lane owns (2t + e of each n8 block): the
+  // step max over the 16 tokens (rows g, g + 8 here, the other g by xor
+  // shuffles over lane bits 2..4), the rescale, the weights.
+  SmallVector<Value> alpha(2 * nBlocks());
+  SmallVector<SmallVector<Value>> p(nBlocks(), SmallVector<Value>(4));
+  for (int64_t n = 0; n < nBlocks(); ++n)
+    for (int64_t e = 0; e < 2; ++e) {
+      Value sc[2];
+      for (int64_t r = 0; r < 2; ++r) {
+        sc[r] = arith::MulFOp::create(b, s[n][2 * r + e], qScale);
+        if (masked)
+          sc[r] = arith::SelectOp::create(b, rowValid[r], sc[r],
+                                          cF32(b, -INFINITY));
+      }
+      Value mx = maxf(b, sc[0], sc[1]);
+      for (int64_t off = 4; off < 32; off *= 2)
+        mx = maxf(b, mx, shuffleXor(b, mx, off));
+      Value mNew = maxf(b, state.m(n, e), mx);
+      alpha[2 * n + e] = exp2(b, arith::SubFOp::create(b, state.m(n, e), mNew));
+      for (int64_t r = 0; r < 2; ++r)
+        p[n][2 * r + e] = exp2(b, arith::SubFOp::create(b, sc[r], mNew));
+      state.l(n, e) =
+          fma(b, state.l(n, e), alpha[2 * n + e],
+              arith::AddFOp::create(b, p[n][e], p[n][2 + e]));
+      state.m(n, e) = mNew;
+    }
+
+  // Weights to the B operand of P . V: scratch[head][token] of this warp,
+  // buffer (step / warps) % 2.
+  const int64_t stride = KernelPlan::kMmaScoreStride;
+  const int64_t bufFloats = plan.headsPerProgram * stride;
+  Value buf = arith::RemUIOp::create(
+      b, arith::DivUIOp::create(b, step, cIdx(b, plan.warps)), cIdx(b, 2));
+  Value bufBase = arith::AddIOp::create(
+      b, cIdx(b, scratchBase()),
+      arith::MulIOp::create(
+          b,
+          arith::AddIOp::create(b, arith::MulIOp::create(b, warp, cIdx(b, 2)),
+                                buf),
+          cIdx(b, bufFloats)));
+  for (int64_t n = 0; n < nBlocks(); ++n)
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t e = 0; e < 2; ++e) {
+        Value head = arith::AddIOp::create(
+            b, arith::MulIOp::create(b, t, cIdx(b, 2)), cIdx(b, 8 * n + e));
+        Value idx = arith::AddIOp::create(
+            b, bufBase,
+            arith::AddIOp::create(
+                b, arith::MulIOp::create(b, head, cIdx(b, stride)),
+                arith::AddIOp::create(b, g, cIdx(b, 8 * r))));
+        memref::StoreOp::create(b, p[n][2 * r + e], shared, ValueRange{idx});
+      }
+  NVVM::SyncWarpOp::create(b, arith::ConstantIntOp::create(b, -1, 32));
+  SmallVector<SmallVector<Value>> pB(nBlocks());
+  for (int64_t n = 0; n < nBlocks(); ++n) {
+    Value idx = arith::AddIOp::create(
+        b, bufBase,
+        arith::AddIOp::create(
+            b,
+            arith::MulIOp::create(
+                b, arith::AddIOp::create(b, g, cIdx(b, 8 * n)),
+                cIdx(b, stride)),
+            vTok));
+    Value pv = loadVector(b, shared, idx, 4);
+    SmallVector<Value> f;
+    for (int64_t i = 0; i < 4; ++i)
+      f.push_back(vector::ExtractOp::create(b, pv, i));
+    pB[n] = {packWord(b, f[0], f[1]), packWord(b, f[2], f[3])};
+  }
+
+  // Values past the partition's end are zeroed: garbage must not meet a
+  // zero weight.
+  Value vMask;
+  if (masked) {
+    SmallVector<Value> bits;
+    for (int64_t i = 0; i < 4; ++i)
+      bits.push_back(valid(arith::AddIOp::create(b, vTok, cIdx(b, i))));
+    vMask = vector::FromElementsOp::create(
+        b, VectorType::get({4}, b.getI1Type()), bits);
+  }
+  Value vZero = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(VectorType::get({4}, plan.cacheType),
+                                b.getZeroAttr(plan.cacheType)));
+  for (int64_t mb = 0; mb < mBlocks(); ++mb) {
+    SmallVector<Value> w[2];
+    for (int64_t r = 0; r < 2; ++r) {
+      Value v = vecV[r][mb];
+      if (masked)
+        v = arith::SelectOp::create(b, vMask, v, vZero);
+      w[r] = words(b, v);
+    }
+    for (int64_t n = 0; n < nBlocks(); ++n) {
+      SmallVector<Value> c;
+      for (int64_t r = 0; r < 4; ++r)
+        c.push_back(arith::MulFOp::create(b, state.acc(n, mb, r),
+                                          alpha[2 * n + (r & 1)]));
+      mma(b, {w[0][0], w[1][0], w[0][1], w[1][1]}, pB[n], c);
+      for (int64_t r = 0; r < 4; ++r)
+        state.acc(n, mb, r) = c[r];
+    }
+  }
+  return state;
+}
+
+void MmaPartitionBuilder::storeWarpState(ImplicitLocOpBuilder &b,
+                                         MmaState state) {
+  // The lane's sums cover its rows g, g + 8: add the other g (lane bits
+  // 2..4) so every lane holds its heads' totals.
+  for (int64_t n = 0; n < nBlocks(); ++n)
+    for (int64_t e = 0; e < 2; ++e)
+      for (int64_t off = 4; off < 32; off *= 2)
+        state.l(n, e) = arith::AddFOp::create(
+            b, state.l(n, e), shuffleXor(b, state.l(n, e), off));
+  for (int64_t n = 0; n < nBlocks(); ++n)
+    for (int64_t e = 0; e < 2; ++e) {
+      Value head = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, t, cIdx(b, 2)), cIdx(b, 8 * n + e));
+      for (int64_t mb = 0; mb < mBlocks(); ++mb)
+        for (int64_t r = 0; r < 2; ++r) {
+          Value dim = arith::AddIOp::create(b, g, cIdx(b, 16 * mb + 8 * r));
+          memref::StoreOp::create(b, state.acc(n, mb, 2 * r + e), shared,
+                                  ValueRange{accIndex(b, warp, head, dim)});
+        }
+    }
+  Value firstRow =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, g, cIdx(b, 0));
+  auto ifOp = scf::IfOp::create(b, firstRow, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  for (int64_t n = 0; n < nBlocks(); ++n)
+    for (int64_t e = 0; e < 2; ++e) {
+      Value head = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, t, cIdx(b, 2)), cIdx(b, 8 * n + e));
+      memref::StoreOp::create(b, state.m(n, e), shared,
+                              ValueRange{mIndex(b, warp, head)});
+      memref::StoreOp::create(b, state.l(n, e), shared,
+                              ValueRange{lIndex(b, warp, head)});
+    }
+}
+
+gpu::GPUFuncOp mlir::paged_attn::buildMmaPartitionKernel(
+    OpBuilder &moduleBuilder, Location loc, const KernelPlan &plan,
+    bool onePass) {
+  return MmaPartitionBuilder(plan, onePass).build(moduleBuilder, loc);
+}
