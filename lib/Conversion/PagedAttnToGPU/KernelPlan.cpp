@@ -120,6 +120,12 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
     // One 16-token m-block of keys per warp step; its 8-byte value loads
     // need 4 tokens of one block.
     p.tokenStep = 16;
+    // Occupancy: a memory-bound kernel wants as many warps in flight as the
+    // registers allow. The accumulators (4 per m16 block and n8 block) set
+    // the budget; these are the most programs per SM ptxas fits without
+    // spilling, measured on every head size and tile for sm_80 and sm_90.
+    int64_t accumulators = p.headSize / 4 * (p.headsPerProgram / 8);
+    p.programsPerSM = accumulators <= 32 ? 4 : accumulators <= 48 ? 3 : 2;
     if (op.getPartitionSize() % p.tokenStep != 0)
       return op.emitOpError("partition_size ")
              << op.getPartitionSize() << " must be a multiple of the kernel's "

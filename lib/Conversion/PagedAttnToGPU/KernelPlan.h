@@ -47,6 +47,10 @@ struct KernelPlan {
   int64_t blockSize;
   int64_t headsPerProgram; // GQA tile
   int64_t warps;
+  /// Programs per SM the register allocation must allow (nvvm.minctasm):
+  /// the occupancy the kernel is planned for, as high as ptxas can go
+  /// without spilling.
+  int64_t programsPerSM = 1;
 
   // Derived lane mapping (SIMT; the tensor-core kernel uses only
   // cacheBytes, keyPack and chunks, and a fixed 16-token step).

@@ -43,9 +43,11 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
                 moduleBuilder.getUnitAttr());
   func.setKnownBlockSizeAttr(moduleBuilder.getDenseI32ArrayAttr(
       {static_cast<int32_t>(plan.threads()), 1, 1}));
-  // Tell ptxas one program per SM is acceptable: without it, ptxas for
-  // sm_90 may cap registers for occupancy and spill the softmax state.
-  func->setAttr("nvvm.minctasm", moduleBuilder.getI32IntegerAttr(1));
+  // The occupancy the plan is for: ptxas caps registers to fit it. The SIMT
+  // kernel says one program per SM is acceptable (without it, ptxas for
+  // sm_90 may cap registers for occupancy and spill the softmax state).
+  func->setAttr("nvvm.minctasm",
+                moduleBuilder.getI32IntegerAttr(plan.programsPerSM));
 
   Block &entry = func.getBody().front();
   auto arg = [&](unsigned i) { return entry.getArgument(i); };
