@@ -29,15 +29,21 @@ def variant_mlir(v):
     x = 16 // variants.BYTES[t]
     tmp = v.get("tmp_dtype", "f32")
     heads, kv = h, 1
+    # An _ext variant (ALiBi and soft cap compiled in) is asked for by an op
+    # that uses them; their values are run-time parameters of the bundle.
+    ext = v.get("ext", False)
+    alibi = f" alibi_slopes(%slopes : memref<{heads}xf32>)" if ext else ""
+    cap = ", logits_soft_cap = 30.0 : f32" if ext else ""
     return f"""func.func @variant(%q: memref<?x{heads}x{d}x{t}>, %kc: memref<?x{kv}x{d // x}x{bs}x{x}x{t}>,
     %vc: memref<?x{kv}x{d}x{bs}x{t}>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
+    %slopes: memref<{heads}xf32>,
     %out: memref<?x{heads}x{d}x{t}>, %es: memref<?x{heads}x?xf32>, %ml: memref<?x{heads}x?xf32>,
     %tmp: memref<?x{heads}x?x{d}x{tmp}>) {{
   paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x{heads}x{d}x{t}>,
-      memref<?x{kv}x{d // x}x{bs}x{x}x{t}>, memref<?x{kv}x{d}x{bs}x{t}>, memref<?x?xi32>, memref<?xi32>)
+      memref<?x{kv}x{d // x}x{bs}x{x}x{t}>, memref<?x{kv}x{d}x{bs}x{t}>, memref<?x?xi32>, memref<?xi32>){alibi}
       outs(%out : memref<?x{heads}x{d}x{t}>)
       workspace(%es, %ml, %tmp : memref<?x{heads}x?xf32>, memref<?x{heads}x?xf32>, memref<?x{heads}x?x{d}x{tmp}>)
-      {{scale = 1.0 : f32}}
+      {{scale = 1.0 : f32{cap}}}
   return
 }}
 """

@@ -47,19 +47,23 @@ def name(v, chip):
     tmp = v.get("tmp_dtype", "f32")
     if tmp != "f32":
         n += f"_tmp{tmp}"
+    if v.get("ext"):
+        n += "_ext"
     return n + "_mma" if uses_mma(v["dtype"], chip) else n
 
 
 def full(chip):
     """Every dtype x head size x block size x tile, with tmp_output in f32;
     the 16-bit dtypes also with tmp_output in their own type (the seed's
-    convention)."""
+    convention); each also as an _ext variant (ALiBi and the logits soft
+    cap compiled in)."""
     out = []
     for t, d, b in itertools.product(DTYPES, HEAD_SIZES, BLOCK_SIZES):
         for h in tiles(t, d, chip):
             for tmp in (["f32", t] if t != "f32" else ["f32"]):
-                out.append(dict(dtype=t, head_size=d, block_size=b, heads_per_program=h,
-                                tmp_dtype=tmp))
+                for ext in (False, True):
+                    out.append(dict(dtype=t, head_size=d, block_size=b, heads_per_program=h,
+                                    tmp_dtype=tmp, ext=ext))
     return out
 
 
@@ -81,6 +85,11 @@ def covering(chip):
     for t, d in itertools.product(["f16", "bf16"], [64, 256]):
         out.append(dict(dtype=t, head_size=d, block_size=16, heads_per_program=small(t, d),
                         tmp_dtype=t))
+    # ALiBi and soft cap (_ext): every dtype at the corner head sizes, the
+    # largest tile (the most registers), block sizes 8 and 32.
+    for t, d, b in itertools.product(DTYPES, [64, 128, 256], [8, 32]):
+        out.append(dict(dtype=t, head_size=d, block_size=b, heads_per_program=large(t, d),
+                        ext=True))
     seen, uniq = set(), []
     for v in out:
         if name(v, chip) not in seen:

@@ -89,8 +89,14 @@ std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
       << threads << " smem " << smem << "\n";
   m << "kernel reduce " << variant << "_reduce threads " << kReduceThreads
     << " smem 0\n";
+  // The _ext variants take ALiBi and the logits soft cap; every variant the
+  // sliding window (KernelBuilders.h).
+  bool ext = cast<BoolAttr>(key.get("ext_logits")).getValue();
   for (StringRef role : {"partition", "onepass"})
-    m << "params " << role << " " << kPartitionParams << "\n";
+    m << "params " << role << " " << kPartitionParams
+      << (ext ? " alibi_slopes has_alibi sliding_window logits_soft_cap"
+              : " sliding_window")
+      << "\n";
   m << "params reduce " << kReduceParams << "\n"
     << "grid partition num_partitions "
        "num_kv_heads*ceil(group_size/heads_per_program) num_seqs\n"

@@ -57,6 +57,18 @@ pa_status checkDecodeArgs(const pa_decode_args &a) {
     return makeStatus(PA_ERROR_INVALID_ARGUMENT,
                       "scale (%g) must be finite and positive",
                       double(a.scale));
+  if (a.sliding_window < 0)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "sliding_window (%d) must be >= 0 (0: no window)",
+                      int(a.sliding_window));
+  if (!std::isfinite(a.logits_soft_cap) || a.logits_soft_cap < 0.0f)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "logits_soft_cap (%g) must be finite and >= 0 (0: no cap)",
+                      double(a.logits_soft_cap));
+  if (a.alibi_slopes % 4 != 0)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "alibi_slopes (0x%llx) must be 4-byte aligned (f32)",
+                      static_cast<unsigned long long>(a.alibi_slopes));
   int x = 16 / dtypeBytes(a.dtype);
   if (a.head_size % x != 0)
     return makeStatus(PA_ERROR_INVALID_ARGUMENT,

@@ -15,6 +15,7 @@
 #include "driver.h"
 #include "status.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -68,8 +69,13 @@ enum class ParamId : uint8_t {
   PartitionTokens,
   NumPartitions,
   MaxSeqLen,
+  // Features (docs/bundle-format.md): a bundle that takes them supports them.
+  AlibiSlopes,   // pointer
+  HasAlibi,      // i32: alibi_slopes != 0
+  SlidingWindow, // i32
+  LogitsSoftCap, // f32
 };
-inline constexpr int kNumParamIds = int(ParamId::MaxSeqLen) + 1;
+inline constexpr int kNumParamIds = int(ParamId::LogitsSoftCap) + 1;
 /// At most this many parameters per kernel.
 inline constexpr int kMaxParams = 32;
 const char *paramName(ParamId id);
@@ -161,6 +167,12 @@ struct BundleDesc {
 
   const KernelDesc &kernel(Role role) const { return kernels[int(role)]; }
   bool hasOnePass() const { return kernel(Role::OnePass).present; }
+  /// Whether the partition kernel takes `param`: how a bundle says which
+  /// features (ALiBi, sliding window, soft cap) it supports.
+  bool takes(ParamId param) const {
+    const std::vector<ParamId> &p = kernel(Role::Partition).params;
+    return std::find(p.begin(), p.end(), param) != p.end();
+  }
 };
 
 /// Parses manifest text; `path` names it in messages ("path:line: what").
@@ -197,6 +209,8 @@ struct VariantKey {
   int headSize;
   int blockSize;
   int groupSize; // num_heads / num_kv_heads
+  bool extLogits = false;     // ALiBi or a logits soft cap requested
+  bool slidingWindow = false; // a sliding window requested
 };
 
 /// The index in `descs` of the variant serving `key`, or -1. Among variants
@@ -204,6 +218,8 @@ struct VariantKey {
 /// block_size that run on `device`: the smallest heads_per_program that
 /// covers the group, else the largest one; ties go to the newest chip, then
 /// to the first loaded.
+/// Whether `d` takes the parameters of the features `key` requests.
+bool servesFeatures(const BundleDesc &d, const VariantKey &key);
 int selectVariant(const std::vector<BundleDesc> &descs,
                   const DeviceInfo &device, const VariantKey &key);
 

@@ -85,6 +85,20 @@ void marshalParams(const KernelDesc &kernel, const pa_decode_args &args,
     case ParamId::MaxSeqLen:
       v.i32 = args.max_seq_len;
       break;
+    case ParamId::AlibiSlopes:
+      // Never read without ALiBi; a valid address keeps the kernel's view
+      // well-defined either way.
+      v.ptr = args.alibi_slopes ? args.alibi_slopes : args.exp_sums;
+      break;
+    case ParamId::HasAlibi:
+      v.i32 = args.alibi_slopes != 0;
+      break;
+    case ParamId::SlidingWindow:
+      v.i32 = args.sliding_window;
+      break;
+    case ParamId::LogitsSoftCap:
+      v.f32 = args.logits_soft_cap;
+      break;
     }
     // cuLaunchKernel reads each parameter's size from the kernel: point at
     // the union, whose first bytes hold the value for every kind.

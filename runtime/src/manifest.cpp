@@ -77,11 +77,17 @@ static const char *const kParamNames[kNumParamIds] = {"query",
                                                       "max_num_partitions",
                                                       "partition_tokens",
                                                       "num_partitions",
-                                                      "max_seq_len"};
+                                                      "max_seq_len",
+                                                      "alibi_slopes",
+                                                      "has_alibi",
+                                                      "sliding_window",
+                                                      "logits_soft_cap"};
 
 const char *paramName(ParamId id) { return kParamNames[int(id)]; }
 
-bool isPointerParam(ParamId id) { return id <= ParamId::TmpOutput; }
+bool isPointerParam(ParamId id) {
+  return id <= ParamId::TmpOutput || id == ParamId::AlibiSlopes;
+}
 
 //===----------------------------------------------------------------------===//
 // Files

@@ -131,9 +131,11 @@ static pa_status unsupported(const std::vector<BundleDesc> &variants,
   pa_status status = makeStatus(
       PA_ERROR_UNSUPPORTED,
       "no loaded variant serves dtype %s, cache_dtype %s, tmp_dtype %s, "
-      "head_size %d, block_size %d (group size %d); %zu loaded",
+      "head_size %d, block_size %d (group size %d)%s%s; %zu loaded",
       dtypeName(key.dtype), dtypeName(key.dtype), dtypeName(key.tmpDtype),
-      key.headSize, key.blockSize, key.groupSize, variants.size());
+      key.headSize, key.blockSize, key.groupSize,
+      key.extLogits ? " with ALiBi / logits soft cap (an _ext variant)" : "",
+      key.slidingWindow ? " with a sliding window" : "", variants.size());
   for (size_t i = 0; i < variants.size(); ++i)
     appendMessage(status, "%s%s", i ? ", " : ": ", variants[i].name.c_str());
   return status;
@@ -149,7 +151,9 @@ pa_status planDecode(const DeviceInfo &device,
     PA_RETURN_IF_ERROR(checkDecodePointers(args, /*needWorkspace=*/false));
 
   VariantKey key{args.dtype, args.tmp_dtype, args.head_size, args.block_size,
-                 args.num_heads / args.num_kv_heads};
+                 args.num_heads / args.num_kv_heads,
+                 args.alibi_slopes != 0 || args.logits_soft_cap > 0.0f,
+                 args.sliding_window > 0};
   int index = selectVariant(variants, device, key);
   if (index < 0)
     return unsupported(variants, key);

@@ -67,6 +67,12 @@ static bool betterTile(int a, int b, int group) {
   return aCovers ? a < b : a > b;
 }
 
+bool servesFeatures(const BundleDesc &d, const VariantKey &key) {
+  return (!key.extLogits || (d.takes(ParamId::AlibiSlopes) &&
+                             d.takes(ParamId::LogitsSoftCap))) &&
+         (!key.slidingWindow || d.takes(ParamId::SlidingWindow));
+}
+
 int selectVariant(const std::vector<BundleDesc> &descs,
                   const DeviceInfo &device, const VariantKey &key) {
   int best = -1;
@@ -74,7 +80,7 @@ int selectVariant(const std::vector<BundleDesc> &descs,
     const BundleDesc &d = descs[i];
     if (d.dtype != key.dtype || d.cacheDtype != key.dtype ||
         d.tmpDtype != key.tmpDtype || d.headSize != key.headSize ||
-        d.blockSize != key.blockSize)
+        d.blockSize != key.blockSize || !servesFeatures(d, key))
       continue;
     if (!isOk(checkChip(d, device)))
       continue;
@@ -86,8 +92,13 @@ int selectVariant(const std::vector<BundleDesc> &descs,
     if (d.chipVersion != b.chipVersion) {
       if (d.chipVersion > b.chipVersion)
         best = int(i);
-    } else if (betterTile(d.headsPerProgram, b.headsPerProgram,
-                          key.groupSize)) {
+    } else if (d.headsPerProgram != b.headsPerProgram) {
+      if (betterTile(d.headsPerProgram, b.headsPerProgram, key.groupSize))
+        best = int(i);
+    } else if (b.takes(ParamId::AlibiSlopes) &&
+               !d.takes(ParamId::AlibiSlopes)) {
+      // The lean kernel where the call needs no ALiBi or soft cap: fewer
+      // registers, more programs per SM.
       best = int(i);
     }
   }

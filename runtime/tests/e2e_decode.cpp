@@ -258,10 +258,28 @@ constexpr int kNumShapes = sizeof(kHeadShapes) / sizeof(kHeadShapes[0]);
 enum Profile { kShort, kRagged, kLong };
 const char *const kProfileNames[] = {"short", "ragged", "long"};
 
+/// Optional features a case turns on (a bit mask).
+enum Feature { kAlibi = 1, kWindow = 2, kSoftCap = 4, kAllFeatures = 7 };
+
+std::string featureLabel(int f) {
+  if (!f)
+    return "-";
+  std::string s;
+  if (f & kAlibi)
+    s += "alibi,";
+  if (f & kWindow)
+    s += "window,";
+  if (f & kSoftCap)
+    s += "softcap,";
+  s.pop_back();
+  return s;
+}
+
 struct Case {
   int id = 0;
   pa_dtype dtype = PA_F16;
   int headSize = 128, blockSize = 16, shape = 0;
+  int features = 0;
   bool fixedGrid = false;
   Profile profile = kRagged;
   uint64_t seed = 0;
@@ -281,6 +299,8 @@ std::vector<Case> coveringCases(bool quick, bool withLong, uint64_t seed) {
     c.shape = (i * 5 + 1) % kNumShapes;
     c.fixedGrid = (i + i / 7) % 2 == 1;
     c.profile = i % 4 == 0 ? kShort : kRagged;
+    // Every combination of the features, none in half the cases.
+    c.features = i % 2 ? 0 : (i / 2) % 8;
     cases.push_back(c);
   }
   if (withLong) {
@@ -292,6 +312,7 @@ std::vector<Case> coveringCases(bool quick, bool withLong, uint64_t seed) {
       c.shape = (3 * i + 5) % kNumShapes;
       c.fixedGrid = i >= 3;
       c.profile = kLong;
+      c.features = i % 2 ? kWindow : 0; // windows skip whole partitions
       cases.push_back(c);
     }
   }
@@ -318,6 +339,9 @@ struct Inputs {
   std::vector<int32_t> seqLens, blockTables;
   HostTensor query, keyCache, valueCache;
   float scale = 0;
+  std::vector<float> alibiSlopes; // [num_heads], empty without ALiBi
+  int slidingWindow = 0;          // 0: none
+  float softCap = 0;              // 0: none
 };
 
 std::vector<int> makeLengths(const Case &c, Rng &rng) {
@@ -388,6 +412,16 @@ Inputs makeInputs(const Case &c, Rng &rng) {
   for (size_t i = 0; i < kv; ++i)
     in.valueCache.set(i, rng.symmetric());
   in.scale = float(1.0 / std::sqrt(double(in.headSize)));
+  // Features at strengths that change the result: slopes that decay the
+  // oldest tokens' logits by up to a few units, windows shorter than most
+  // contexts, caps near the logits' spread.
+  if (c.features & kAlibi)
+    for (int h = 0; h < in.numHeads; ++h)
+      in.alibiSlopes.push_back(float(std::ldexp(1.0, -rng.range(2, 10))));
+  if (c.features & kWindow)
+    in.slidingWindow = rng.range(1, maxLen);
+  if (c.features & kSoftCap)
+    in.softCap = 0.25f + 0.25f * float(rng.range(0, 8));
   return in;
 }
 
@@ -405,7 +439,9 @@ std::vector<double> reference(const Inputs &in) {
           qd[size_t(g) * D + d] =
               in.query.get((size_t(s) * in.numHeads + kvh * group + g) * D + d);
       logits.assign(size_t(group) * len, 0.0);
-      for (int t = 0; t < len; ++t) {
+      // The sliding window: only the last slidingWindow tokens count.
+      int first = in.slidingWindow > 0 ? std::max(0, len - in.slidingWindow) : 0;
+      for (int t = first; t < len; ++t) {
         size_t block =
             size_t(in.blockTables[size_t(s) * in.maxBlocksPerSeq + t / B]);
         size_t base = (block * in.numKvHeads + kvh) * size_t(D / x);
@@ -415,16 +451,21 @@ std::vector<double> reference(const Inputs &in) {
           double dot = 0;
           for (int d = 0; d < D; ++d)
             dot += qd[size_t(g) * D + d] * krow[d];
-          logits[size_t(g) * len + t] = dot * double(in.scale);
+          double logit = dot * double(in.scale);
+          if (in.softCap > 0)
+            logit = in.softCap * std::tanh(logit / in.softCap);
+          if (!in.alibiSlopes.empty())
+            logit += double(in.alibiSlopes[kvh * group + g]) * (t - len + 1);
+          logits[size_t(g) * len + t] = logit;
         }
       }
       for (int g = 0; g < group; ++g) {
         double *l = &logits[size_t(g) * len];
-        double m = *std::max_element(l, l + len), sum = 0;
-        for (int t = 0; t < len; ++t)
+        double m = *std::max_element(l + first, l + len), sum = 0;
+        for (int t = first; t < len; ++t)
           sum += (l[t] = std::exp(l[t] - m));
         std::fill(acc.begin(), acc.end(), 0.0);
-        for (int t = 0; t < len; ++t) {
+        for (int t = first; t < len; ++t) {
           size_t block =
               size_t(in.blockTables[size_t(s) * in.maxBlocksPerSeq + t / B]);
           size_t base = (block * in.numKvHeads + kvh) * size_t(D);
@@ -466,6 +507,9 @@ pa_decode_args baseArgs(const Case &c, const Inputs &in) {
   a.max_seq_len =
       c.fixedGrid ? 0 : *std::max_element(in.seqLens.begin(), in.seqLens.end());
   a.scale = in.scale;
+  a.sliding_window = in.slidingWindow;
+  a.logits_soft_cap = in.softCap;
+  a.alibi_slopes = in.alibiSlopes.empty() ? 0 : 0x100; // planning only: set below
   return a;
 }
 
@@ -488,10 +532,13 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
   int maxLen = *std::max_element(in.seqLens.begin(), in.seqLens.end());
   char buf[512];
   std::snprintf(
-      buf, sizeof(buf), "seqs %d max_len %d len[0] %d | %s parts %dx%d%s | %s",
+      buf, sizeof(buf),
+      "seqs %d max_len %d len[0] %d | %s parts %dx%d%s | %s | window %d cap %g "
+      "alibi %s",
       in.numSeqs, maxLen, in.seqLens[0], c.fixedGrid ? "fixed" : "adaptive",
       plan.num_partitions, plan.partition_tokens,
-      plan.one_pass ? " one-pass" : "", plan.variant);
+      plan.one_pass ? " one-pass" : "", plan.variant, in.slidingWindow,
+      double(in.softCap), in.alibiSlopes.empty() ? "no" : "yes");
   detail = buf;
 
   // Device buffers; output and workspace poisoned with NaN so that an
@@ -505,7 +552,14 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
   tmp.setNaN();
   std::vector<float> stats(partRows, NAN);
 
-  DeviceBuffer dq, dk, dv, dbt, dlens, dout, des, dml, dtmp;
+  DeviceBuffer dq, dk, dv, dbt, dlens, dout, des, dml, dtmp, dalibi;
+  if (!in.alibiSlopes.empty()) {
+    E2E_CHECK_CU(dalibi.alloc(in.alibiSlopes.size() * 4),
+                 "cuMemAlloc(alibi_slopes)");
+    E2E_CHECK_CU(driver.cuMemcpyHtoD(dalibi.ptr, in.alibiSlopes.data(),
+                                     dalibi.bytes),
+                 "copy");
+  }
   E2E_CHECK_CU(dq.alloc(in.query.bytes()), "cuMemAlloc(query)");
   E2E_CHECK_CU(dk.alloc(in.keyCache.bytes()), "cuMemAlloc(key_cache)");
   E2E_CHECK_CU(dv.alloc(in.valueCache.bytes()), "cuMemAlloc(value_cache)");
@@ -540,6 +594,7 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
   args.exp_sums = des.ptr;
   args.max_logits = dml.ptr;
   args.tmp_output = dtmp.ptr;
+  args.alibi_slopes = dalibi.ptr;
 
   st = pa_decode_v2(ctx, &args, stream);
   if (st.code != PA_OK) {
@@ -701,6 +756,8 @@ int main(int argc, char **argv) {
       c.shape = quick ? (int(k) + 4 * j) % kNumShapes : j;
       c.fixedGrid = (j + int(k)) % 2 == 1;
       c.profile = j % 3 == 0 ? kShort : kRagged;
+      // Per key, a plain case, a windowed one and one with every feature.
+      c.features = j == 0 ? 0 : j == 1 ? kWindow : kAllFeatures;
       c.id = int(cases.size());
       c.seed = seed * 1000003ull + uint64_t(c.id);
       cases.push_back(c);
@@ -718,7 +775,7 @@ int main(int argc, char **argv) {
   Tally total;
   std::map<std::string, Tally> table;
   std::set<std::string> ranDtype, ranHead, ranBlock, ranShape, ranMode,
-      ranProfile;
+      ranProfile, ranFeature;
   for (const Case &c : cases) {
     if (only >= 0 && c.id != only)
       continue;
@@ -728,10 +785,11 @@ int main(int argc, char **argv) {
     char label[160];
     std::snprintf(
         label, sizeof(label),
-        "case %3d seed %llu: %-4s d%-3d b%-2d %-5s %2d/%-2d %-6s %-8s", c.id,
-        static_cast<unsigned long long>(c.seed), dtypeName(c.dtype), c.headSize,
-        c.blockSize, shape.label, shape.numHeads, shape.numKvHeads,
-        kProfileNames[c.profile], c.fixedGrid ? "fixed" : "adaptive");
+        "case %3d seed %llu: %-4s d%-3d b%-2d %-5s %2d/%-2d %-6s %-8s %s",
+        c.id, static_cast<unsigned long long>(c.seed), dtypeName(c.dtype),
+        c.headSize, c.blockSize, shape.label, shape.numHeads, shape.numKvHeads,
+        kProfileNames[c.profile], c.fixedGrid ? "fixed" : "adaptive",
+        featureLabel(c.features).c_str());
     char key[64];
     std::snprintf(key, sizeof(key), "%-4s d%-3d b%-2d", dtypeName(c.dtype),
                   c.headSize, c.blockSize);
@@ -753,6 +811,9 @@ int main(int argc, char **argv) {
       ranShape.insert(shape.label);
       ranMode.insert(c.fixedGrid ? "fixed" : "adaptive");
       ranProfile.insert(kProfileNames[c.profile]);
+      for (int f : {int(kAlibi), int(kWindow), int(kSoftCap)})
+        if (c.features & f)
+          ranFeature.insert(featureLabel(f));
     } else {
       ++total.fail;
       ++row.fail;
@@ -779,10 +840,11 @@ int main(int argc, char **argv) {
     return out.empty() ? std::string("-") : out;
   };
   std::printf("\nran: dtypes [%s] head sizes [%s] block sizes [%s]\n"
-              "     heads [%s] modes [%s] lengths [%s]\n",
+              "     heads [%s] modes [%s] lengths [%s] features [%s]\n",
               list(ranDtype).c_str(), list(ranHead).c_str(),
               list(ranBlock).c_str(), list(ranShape).c_str(),
-              list(ranMode).c_str(), list(ranProfile).c_str());
+              list(ranMode).c_str(), list(ranProfile).c_str(),
+              list(ranFeature).c_str());
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

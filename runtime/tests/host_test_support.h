@@ -132,7 +132,13 @@ struct Spec {
   std::string tmp = "f32";
   int head = 128, block = 16, tile = 4, warps = 4, step = 16;
   bool onePass = true;
+  /// The feature parameters the kernels take after group_size: every
+  /// variant the sliding window, _ext ones ALiBi and the soft cap too.
+  std::string features = " sliding_window";
 };
+
+inline const char kExtFeatures[] =
+    " alibi_slopes has_alibi sliding_window logits_soft_cap";
 
 inline std::vector<std::string> manifestLines(const Spec &s) {
   std::string h = std::to_string(s.tile);
@@ -153,7 +159,8 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
       "kernel reduce pa_" + s.name + "_reduce threads 128 smem 0",
       "params partition query key_cache value_cache block_tables seq_lens "
       "output exp_sums max_logits tmp_output scale max_blocks_per_seq "
-      "max_num_partitions partition_tokens num_kv_heads group_size",
+      "max_num_partitions partition_tokens num_kv_heads group_size" +
+          s.features,
       "params reduce output exp_sums max_logits tmp_output seq_lens num_heads "
       "max_num_partitions partition_tokens",
       "grid partition num_partitions num_kv_heads*ceil(group_size/"
@@ -166,7 +173,8 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
     lines.push_back(
         "params onepass query key_cache value_cache block_tables seq_lens "
         "output exp_sums max_logits tmp_output scale max_blocks_per_seq "
-        "max_num_partitions partition_tokens num_kv_heads group_size");
+        "max_num_partitions partition_tokens num_kv_heads group_size" +
+        s.features);
     lines.push_back("grid onepass 1 num_kv_heads*ceil(group_size/"
                     "heads_per_program) num_seqs");
   }

@@ -161,6 +161,27 @@ void argumentTests() {
        "70000 is outside CUDA's range 1..65535"},
       {"args_grid_z_too_large", [](pa_decode_args &a) { a.num_seqs = 65536; },
        PA_ERROR_INVALID_ARGUMENT, "partition grid z = num_seqs = 65536"},
+      {"args_sliding_window_negative",
+       [](pa_decode_args &a) { a.sliding_window = -1; },
+       PA_ERROR_INVALID_ARGUMENT,
+       "sliding_window (-1) must be >= 0 (0: no window)"},
+      {"args_soft_cap_nan",
+       [](pa_decode_args &a) {
+         a.logits_soft_cap = std::numeric_limits<float>::quiet_NaN();
+       },
+       PA_ERROR_INVALID_ARGUMENT, "logits_soft_cap (nan) must be finite"},
+      {"args_soft_cap_negative", [](pa_decode_args &a) { a.logits_soft_cap = -5; },
+       PA_ERROR_INVALID_ARGUMENT, "logits_soft_cap (-5) must be finite and >= 0"},
+      {"args_alibi_misaligned", [](pa_decode_args &a) { a.alibi_slopes = 0x1002; },
+       PA_ERROR_INVALID_ARGUMENT, "alibi_slopes (0x1002) must be 4-byte aligned"},
+      // The default context holds a lean variant only: ALiBi and the soft
+      // cap need an _ext one, and say so.
+      {"args_alibi_needs_ext_variant",
+       [](pa_decode_args &a) { a.alibi_slopes = 0x1000; }, PA_ERROR_UNSUPPORTED,
+       "(group size 4) with ALiBi / logits soft cap (an _ext variant); 1 loaded"},
+      {"args_soft_cap_needs_ext_variant",
+       [](pa_decode_args &a) { a.logits_soft_cap = 30; }, PA_ERROR_UNSUPPORTED,
+       "with ALiBi / logits soft cap (an _ext variant)"},
   };
   for (const Bad &b : kBad) {
     run(b.test, [&b] {
@@ -475,7 +496,7 @@ void marshalTests() {
     CHECK_OK(planDecode(kH200, {d}, a, true, plan));
     KernelArgs k;
     marshalParams(d.kernel(Role::Partition), a, plan, k);
-    CHECK_EQ(k.count, 15);
+    CHECK_EQ(k.count, 16);
     for (int i = 0; i < k.count; ++i)
       CHECK(k.pointers[i] == &k.values[i]);
     CHECK_EQ(k.values[0].ptr, a.query);
@@ -487,11 +508,38 @@ void marshalTests() {
     CHECK_EQ(*static_cast<int32_t *>(k.pointers[12]), plan.partitionTokens);
     CHECK_EQ(*static_cast<int32_t *>(k.pointers[13]), a.num_kv_heads);
     CHECK_EQ(*static_cast<int32_t *>(k.pointers[14]), 4);
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[15]), 0); // no window
     marshalParams(d.kernel(Role::Reduce), a, plan, k);
     CHECK_EQ(k.count, 8);
     CHECK_EQ(k.values[0].ptr, a.output);
     CHECK_EQ(k.values[4].ptr, a.seq_lens);
     CHECK_EQ(*static_cast<int32_t *>(k.pointers[5]), a.num_heads);
+  });
+
+  // An _ext variant's features: the slopes pointer with its flag, the
+  // window and the cap, in manifest order; without slopes the flag is 0 and
+  // the pointer a valid stand-in.
+  run("marshal_feature_params", [] {
+    Spec s;
+    s.features = kExtFeatures;
+    BundleDesc d = descFor(s);
+    pa_decode_args a = validArgs();
+    a.alibi_slopes = 0x7000;
+    a.sliding_window = 4096;
+    a.logits_soft_cap = 50.0f;
+    DecodePlan plan;
+    CHECK_OK(planDecode(kH200, {d}, a, true, plan));
+    KernelArgs k;
+    marshalParams(d.kernel(Role::Partition), a, plan, k);
+    CHECK_EQ(k.count, 19);
+    CHECK_EQ(k.values[15].ptr, CUdeviceptr(0x7000));
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[16]), 1);
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[17]), 4096);
+    CHECK_EQ(*static_cast<float *>(k.pointers[18]), 50.0f);
+    a.alibi_slopes = 0;
+    marshalParams(d.kernel(Role::Partition), a, plan, k);
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[16]), 0);
+    CHECK_EQ(k.values[15].ptr, a.exp_sums);
   });
 
   run("workspace_bytes", [] {

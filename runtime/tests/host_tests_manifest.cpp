@@ -38,11 +38,12 @@ void manifestTests() {
     CHECK_EQ(p.symbol, std::string("pa_f16_d128_b16_h4_sm70_partition"));
     CHECK_EQ(p.threads, 128);
     CHECK_EQ(p.smem, 8448);
-    CHECK_EQ(p.params.size(), size_t(15));
+    CHECK_EQ(p.params.size(), size_t(16));
     CHECK(p.params[0] == ParamId::Query);
     CHECK(p.params[8] == ParamId::TmpOutput);
     CHECK(p.params[9] == ParamId::Scale);
     CHECK(p.params[14] == ParamId::GroupSize);
+    CHECK(p.params[15] == ParamId::SlidingWindow);
     CHECK(d.hasOnePass());
     const KernelDesc &r = d.kernel(Role::Reduce);
     CHECK_EQ(r.params.size(), size_t(8));
@@ -139,7 +140,7 @@ void manifestTests() {
        "kernel prefill k threads 128 smem 0", "unknown kernel role 'prefill'",
        true},
       {"manifest_error_unknown_param", "params reduce",
-       "params reduce output alibi_slopes", "unknown param 'alibi_slopes'",
+       "params reduce output window_size", "unknown param 'window_size'",
        true},
       {"manifest_error_duplicate_param", "params reduce",
        "params reduce output output", "param 'output' appears twice", true},
@@ -409,6 +410,33 @@ void variantTests() {
     CHECK_EQ(descs[selectVariant(descs, DeviceInfo{0, 86, 84}, key)].name,
              std::string("k80"));
     CHECK_EQ(descs[selectVariant(descs, kV100, key)].name, std::string("k70"));
+  });
+
+  // Features: a call without ALiBi or soft cap gets the lean variant, one
+  // with them the _ext variant; a bundle that does not take sliding_window
+  // (built before it existed) serves no windowed call.
+  run("variant_features", [] {
+    Spec lean, ext, legacy;
+    lean.name = "lean";
+    ext.name = "ext";
+    ext.features = kExtFeatures;
+    legacy.name = "legacy";
+    legacy.features = "";
+    std::vector<BundleDesc> descs = {descFor(ext), descFor(lean)};
+    VariantKey plain{PA_F16, PA_F32, 128, 16, 4};
+    VariantKey alibi = plain, window = plain;
+    alibi.extLogits = true;
+    window.slidingWindow = true;
+    CHECK_EQ(descs[selectVariant(descs, kH200, plain)].name,
+             std::string("lean"));
+    CHECK_EQ(descs[selectVariant(descs, kH200, alibi)].name,
+             std::string("ext"));
+    CHECK_EQ(descs[selectVariant(descs, kH200, window)].name,
+             std::string("lean"));
+    descs = {descFor(legacy)};
+    CHECK_EQ(selectVariant(descs, kH200, plain), 0);
+    CHECK_EQ(selectVariant(descs, kH200, window), -1);
+    CHECK_EQ(selectVariant(descs, kH200, alibi), -1);
   });
 
   // The chip decides before the tile: on an H200 the sm_90 tensor-core

@@ -21,8 +21,8 @@
 // MANIFEST-NEXT: kernel partition pa_bf16_d256_b32_h2_partition threads 128 smem 8256
 // MANIFEST-NEXT: kernel onepass pa_bf16_d256_b32_h2_onepass threads 128 smem 8256
 // MANIFEST-NEXT: kernel reduce pa_bf16_d256_b32_h2_reduce threads 128 smem 0
-// MANIFEST-NEXT: params partition query key_cache value_cache block_tables seq_lens output exp_sums max_logits tmp_output scale max_blocks_per_seq max_num_partitions partition_tokens num_kv_heads group_size
-// MANIFEST-NEXT: params onepass query key_cache value_cache block_tables seq_lens output exp_sums max_logits tmp_output scale max_blocks_per_seq max_num_partitions partition_tokens num_kv_heads group_size
+// MANIFEST-NEXT: params partition query key_cache value_cache block_tables seq_lens output exp_sums max_logits tmp_output scale max_blocks_per_seq max_num_partitions partition_tokens num_kv_heads group_size sliding_window
+// MANIFEST-NEXT: params onepass query key_cache value_cache block_tables seq_lens output exp_sums max_logits tmp_output scale max_blocks_per_seq max_num_partitions partition_tokens num_kv_heads group_size sliding_window
 // MANIFEST-NEXT: params reduce output exp_sums max_logits tmp_output seq_lens num_heads max_num_partitions partition_tokens
 // MANIFEST-NEXT: grid partition num_partitions num_kv_heads*ceil(group_size/heads_per_program) num_seqs
 // MANIFEST-NEXT: grid onepass 1 num_kv_heads*ceil(group_size/heads_per_program) num_seqs
@@ -30,7 +30,8 @@
 
 // For sm_90 the bf16 variant is the tensor-core kernel, tile 8 (one n8
 // block of the mma), a 16-token step and the weights' scratch in its
-// workgroup memory: 4 warps x 8 heads x 258 + 4 warps x 2 x 8 x 20 floats.
+// workgroup memory: 4 warps x 8 heads x 258 + 4 warps x 2 x 8 x 20 floats,
+// then the staged query: 8 heads x (32 chunks x 4 + 16) floats.
 // PTX90: .target sm_90
 // PTX90: .visible .entry pa_bf16_d256_b32_h8_mma_partition(
 // PTX90: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
@@ -41,7 +42,7 @@
 // MANIFEST90: chip sm_90
 // MANIFEST90: heads_per_program 8
 // MANIFEST90: token_step 16
-// MANIFEST90: kernel partition pa_bf16_d256_b32_h8_mma_partition threads 128 smem 38144
+// MANIFEST90: kernel partition pa_bf16_d256_b32_h8_mma_partition threads 128 smem 42752
 
 // A 16/8 GQA layer of head size 256 (group 2), bf16, 32-token blocks.
 func.func @decode(%q: memref<?x16x256xbf16>, %kc: memref<?x8x32x32x8xbf16>,

@@ -66,6 +66,7 @@ gpu::GPUModuleOp getOrCreateVariantModule(RewriterBase &rewriter,
                    b.getNamedAttr("heads_per_program",
                                   b.getI64IntegerAttr(plan.headsPerProgram)),
                    b.getNamedAttr("warps", b.getI64IntegerAttr(plan.warps)),
+                   b.getNamedAttr("ext_logits", b.getBoolAttr(plan.extLogits)),
                    b.getNamedAttr("token_step",
                                   b.getI64IntegerAttr(plan.tokenStep)),
                    b.getNamedAttr("shared_bytes",
@@ -102,10 +103,6 @@ LogicalResult checkLowerable(DecodeV2Op op,
   if (!op.hasPureBufferSemantics()) {
     fail("expects the memref form: bufferize first (paged-attn-to-ptx runs "
          "paged-attn-materialize-workspace and one-shot-bufferize)");
-    return failure();
-  }
-  if (op.getAlibiSlopes()) {
-    fail("alibi_slopes are not supported by the lowering yet");
     return failure();
   }
   if (op.getKScale()) {
@@ -194,6 +191,21 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
     Value scale = arith::ConstantOp::create(rewriter, loc, op.getScaleAttr());
     partitionArgs.append({scale, toI32(maxBlocks), toI32(maxParts),
                           i32(partition), i32(kvHeads), i32(group)});
+    // Features: ALiBi slopes (without them any f32 buffer stands in, never
+    // read), sliding window (0: none) and logits soft cap (0: none).
+    // The _ext variants take ALiBi and the soft cap (KernelBuilders.h).
+    Value alibi = op.getAlibiSlopes();
+    if (plan->extLogits)
+      partitionArgs.append(
+          {alibi ? flatten(rewriter, loc, alibi) : partitionArgs[6],
+           i32(alibi ? 1 : 0)});
+    partitionArgs.push_back(i32(op.getSlidingWindow().value_or(0)));
+    if (plan->extLogits)
+      partitionArgs.push_back(arith::ConstantOp::create(
+          rewriter, loc,
+          rewriter.getF32FloatAttr(op.getLogitsSoftCap()
+                                       ? op.getLogitsSoftCap()->convertToFloat()
+                                       : 0.0f)));
     SmallVector<Value> reduceArgs{partitionArgs[5], partitionArgs[6],
                                   partitionArgs[7], partitionArgs[8],
                                   partitionArgs[4], i32(heads),

@@ -37,6 +37,8 @@ std::string KernelPlan::name() const {
     n += "_tmp" + typeName(tmpType);
   if (warps != 4)
     n += "_w" + std::to_string(warps);
+  if (extLogits)
+    n += "_ext";
   if (usesMma())
     n += "_mma";
   return n;
@@ -80,6 +82,7 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
   p.keyPack = 16 / p.cacheBytes;
   p.chunks = p.headSize / p.keyPack;
   int64_t group = op.getNumHeads() / op.getNumKvHeads();
+  p.extLogits = op.getAlibiSlopes() || op.getLogitsSoftCap();
 
   // Tensor cores where the chip has mma.sync.m16n8k16 and the cache is a
   // 16-bit float of the query's type.
@@ -124,7 +127,13 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
     // registers allow. The accumulators (4 per m16 block and n8 block) set
     // the budget; these are the most programs per SM ptxas fits without
     // spilling, measured on every head size and tile for sm_80 and sm_90.
-    int64_t accumulators = p.headSize / 4 * (p.headsPerProgram / 8);
+    // ALiBi and the soft cap (_ext) cost about as many registers as 16
+    // more accumulators. ptxas for sm_80 needs a few more registers than
+    // for sm_90 at the same tile, so its steps are 8 accumulators lower.
+    int64_t accumulators = p.headSize / 4 * (p.headsPerProgram / 8) +
+                           (p.extLogits ? 16 : 0);
+    if (sm < 90)
+      accumulators += 8;
     p.programsPerSM = accumulators <= 32 ? 4 : accumulators <= 48 ? 3 : 2;
     if (op.getPartitionSize() % p.tokenStep != 0)
       return op.emitOpError("partition_size ")

@@ -47,6 +47,11 @@ struct KernelPlan {
   int64_t blockSize;
   int64_t headsPerProgram; // GQA tile
   int64_t warps;
+  /// ALiBi and the logits soft cap compiled in ("_ext" variants): they cost
+  /// registers, so variants without them serve the calls that need neither.
+  /// The sliding window is in every variant (it costs per partition, not
+  /// per token).
+  bool extLogits = false;
   /// Programs per SM the register allocation must allow (nvvm.minctasm):
   /// the occupancy the kernel is planned for, as high as ptxas can go
   /// without spilling.
@@ -74,13 +79,19 @@ struct KernelPlan {
   /// f32 words each warp of the tensor-core kernel uses to turn its scores
   /// into the PV operand: two buffers of [head][kMmaScoreStride].
   static constexpr int64_t kMmaScoreStride = 20;
+  /// Then the tile's query, staged once: per head, ceil(chunks / 4) * 4
+  /// chunks of 4 words, padded by 16 words against bank conflicts.
   int64_t scratchFloats() const {
-    return usesMma() ? warps * 2 * headsPerProgram * kMmaScoreStride : 0;
+    if (!usesMma())
+      return 0;
+    int64_t queryRow = 16 * ((chunks + 3) / 4) + 16;
+    return warps * 2 * headsPerProgram * kMmaScoreStride +
+           headsPerProgram * queryRow;
   }
   /// All the workgroup memory of the partition kernel, in f32 words.
   int64_t sharedFloats() const { return epilogueFloats() + scratchFloats(); }
   /// A stable name, e.g. "pa_f16_d128_b16_h4" (tmp_output f32), with
-  /// "_mma" for the tensor-core kernel.
+  /// "_ext" for ALiBi and soft cap and "_mma" for the tensor-core kernel.
   std::string name() const;
 };
 

@@ -76,7 +76,10 @@ public:
 
 private:
   void emitPartition(ImplicitLocOpBuilder &b) override;
-  void loadQuery(ImplicitLocOpBuilder &b);
+  /// Stages the tile's query in workgroup memory (one barrier).
+  void stageQuery(ImplicitLocOpBuilder &b);
+  /// Workgroup index of query chunk `chunk` of tile slot `slot`.
+  Value qIndex(ImplicitLocOpBuilder &b, Value slot, Value chunk);
   MmaState emitStep(ImplicitLocOpBuilder &b, Value step, bool masked,
                     MmaState state);
   void storeWarpState(ImplicitLocOpBuilder &b, MmaState state);
@@ -97,8 +100,8 @@ private:
   int64_t quads() const { return llvm::divideCeil(plan.chunks, 4); }
 
   Value g, t;
-  /// Q's B operands: qf[n][j][w], word w of chunk 4j + t of head 8n + g.
-  SmallVector<SmallVector<SmallVector<Value>>> qf;
+  /// ALiBi slope x log2(e) of the lane's head 2t + e of n8 block n: [2n + e].
+  SmallVector<Value> slopes;
 };
 
 } // namespace
@@ -154,47 +157,66 @@ void MmaPartitionBuilder::mma(ImplicitLocOpBuilder &b, ArrayRef<Value> a,
     c[r] = LLVM::ExtractValueOp::create(b, op.getRes(), r);
 }
 
-void MmaPartitionBuilder::loadQuery(ImplicitLocOpBuilder &b) {
-  qf.assign(nBlocks(), {});
+void MmaPartitionBuilder::stageQuery(ImplicitLocOpBuilder &b) {
+  // The tile's query rows, 16-byte chunks, into workgroup memory: slot h
+  // (masked slots and chunks past head_size as zeros) at qIndex(h, chunk).
+  const int64_t chunks = 4 * quads(), rows = plan.headsPerProgram;
   Value zero = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(
-             VectorType::get({plan.keyPack}, plan.elemType),
-             b.getZeroAttr(plan.elemType)));
-  for (int64_t n = 0; n < nBlocks(); ++n) {
-    // Head 8n + g of the tile; a masked slot multiplies by zeros.
-    auto [head, valid] =
-        headOfSlot(b, arith::AddIOp::create(b, g, cIdx(b, 8 * n)));
-    Value firstHead =
-        arith::MulIOp::create(b, kvHead, toIndex(b, groupSize));
-    Value safeHead = arith::SelectOp::create(b, valid, head, firstHead);
-    Value row = arith::MulIOp::create(
+      b, DenseElementsAttr::get(VectorType::get({plan.keyPack}, plan.elemType),
+                                b.getZeroAttr(plan.elemType)));
+  auto f32x4 = VectorType::get({4}, b.getF32Type());
+  for (int64_t base = 0; base < rows * chunks; base += plan.threads()) {
+    Value i = arith::AddIOp::create(b, tid, cIdx(b, base));
+    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
+                                          cIdx(b, rows * chunks));
+    auto ifOp = scf::IfOp::create(b, inRange, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value slot = arith::DivUIOp::create(b, i, cIdx(b, chunks));
+    Value chunk = arith::RemUIOp::create(b, i, cIdx(b, chunks));
+    auto [head, valid] = headOfSlot(b, slot);
+    Value use = valid;
+    if (chunks > plan.chunks)
+      use = arith::AndIOp::create(
+          b, use,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
+                                cIdx(b, plan.chunks)));
+    Value safeHead = arith::SelectOp::create(
+        b, valid, head, arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
+    Value safeChunk =
+        arith::MinUIOp::create(b, chunk, cIdx(b, plan.chunks - 1));
+    Value ofs = arith::AddIOp::create(
         b,
-        arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
-                              safeHead),
-        cIdx(b, plan.headSize));
-    for (int64_t j = 0; j < quads(); ++j) {
-      Value chunk = arith::AddIOp::create(b, t, cIdx(b, 4 * j));
-      Value use = valid;
-      if (4 * (j + 1) > plan.chunks) { // chunks past head_size are zeros
-        use = arith::AndIOp::create(
-            b, use,
-            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
-                                  cIdx(b, plan.chunks)));
-        chunk = arith::MinUIOp::create(b, chunk, cIdx(b, plan.chunks - 1));
-      }
-      Value ofs = arith::AddIOp::create(
-          b, row, arith::MulIOp::create(b, chunk, cIdx(b, plan.keyPack)));
-      Value v = loadVector(b, query, ofs, plan.keyPack);
-      v = arith::SelectOp::create(b, use, v, zero);
-      qf[n].push_back(words(b, v));
-    }
+        arith::MulIOp::create(
+            b,
+            arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
+                                  safeHead),
+            cIdx(b, plan.headSize)),
+        arith::MulIOp::create(b, safeChunk, cIdx(b, plan.keyPack)));
+    Value v = arith::SelectOp::create(
+        b, use, loadVector(b, query, ofs, plan.keyPack), zero);
+    vector::StoreOp::create(b, vector::BitCastOp::create(b, f32x4, v), shared,
+                            ValueRange{qIndex(b, slot, chunk)},
+                            /*nontemporal=*/false, llvm::MaybeAlign(16));
   }
+  gpu::BarrierOp::create(b);
+}
+
+Value MmaPartitionBuilder::qIndex(ImplicitLocOpBuilder &b, Value slot,
+                                  Value chunk) {
+  // Rows of 4 words per chunk, padded by 16 words so the two heads of a
+  // quarter warp's 16-byte loads fall in different banks.
+  int64_t stride = 16 * quads() + 16;
+  return arith::AddIOp::create(
+      b, cIdx(b, scratchBase() + plan.scratchFloats() - plan.headsPerProgram * stride),
+      arith::AddIOp::create(b, arith::MulIOp::create(b, slot, cIdx(b, stride)),
+                            arith::MulIOp::create(b, chunk, cIdx(b, 4))));
 }
 
 void MmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
   g = arith::DivUIOp::create(b, lane, cIdx(b, 4));
   t = arith::RemUIOp::create(b, lane, cIdx(b, 4));
-  loadQuery(b);
+  stageQuery(b);
 
   MmaState state{nBlocks(), mBlocks(), {}};
   for (int64_t i = 0; i < 2 * nBlocks(); ++i)
@@ -202,38 +224,26 @@ void MmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
   for (int64_t i = 0; i < 2 * nBlocks() + 4 * nBlocks() * mBlocks(); ++i)
     state.values.push_back(cF32(b, 0.0f));
 
-  // Full steps without masks, warps round robin; then at most one tail step.
-  Value tokens = arith::SubIOp::create(b, partEnd, partStart);
-  Value step = cIdx(b, plan.tokenStep);
-  Value fullSteps = arith::DivUIOp::create(b, tokens, step);
-  auto loop = scf::ForOp::create(
-      b, warp, fullSteps, cIdx(b, plan.warps), state.values,
-      [&](OpBuilder &nested, Location loc, Value iv, ValueRange iterArgs) {
-        ImplicitLocOpBuilder nb(loc, nested);
-        MmaState in{nBlocks(), mBlocks(), llvm::to_vector(iterArgs)};
-        MmaState out = emitStep(nb, iv, /*masked=*/false, in);
-        scf::YieldOp::create(nb, out.values);
-      });
-  state.values = SmallVector<Value>(loop.getResults());
+  // ALiBi slopes of the lane's heads (2t + e of each n8 block), log2 domain.
+  slopes.clear();
+  for (int64_t n = 0; n < nBlocks() && plan.extLogits; ++n)
+    for (int64_t e = 0; e < 2; ++e) {
+      auto [head, valid] = headOfSlot(
+          b, arith::AddIOp::create(b, arith::MulIOp::create(b, t, cIdx(b, 2)),
+                                   cIdx(b, 8 * n + e)));
+      Value safe = arith::SelectOp::create(
+          b, valid, head,
+          arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
+      slopes.push_back(alibiSlopeLog2(b, safe));
+    }
 
-  Value hasTail = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::ne, arith::RemUIOp::create(b, tokens, step),
-      cIdx(b, 0));
-  Value tailWarp = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::eq,
-      arith::RemUIOp::create(b, fullSteps, cIdx(b, plan.warps)), warp);
-  auto tailIf = scf::IfOp::create(b, ValueRange(state.values).getTypes(),
-                                  arith::AndIOp::create(b, hasTail, tailWarp),
-                                  /*withElseRegion=*/true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(tailIf.thenBlock());
-    MmaState out = emitStep(b, fullSteps, /*masked=*/true, state);
-    scf::YieldOp::create(b, out.values);
-    b.setInsertionPointToStart(tailIf.elseBlock());
-    scf::YieldOp::create(b, state.values);
-  }
-  state.values = SmallVector<Value>(tailIf.getResults());
+  state.values = emitStepLoop(
+      b, state.values,
+      [&](ImplicitLocOpBuilder &nb, Value step, bool masked,
+          SmallVector<Value> values) {
+        MmaState in{nBlocks(), mBlocks(), std::move(values)};
+        return emitStep(nb, step, masked, in).values;
+      });
 
   storeWarpState(b, state);
   emitEpilogue(b);
@@ -242,8 +252,7 @@ void MmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
 MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
                                        bool masked, MmaState state) {
   const int64_t bs = plan.blockSize, x = plan.keyPack;
-  Value tok0 = arith::AddIOp::create(
-      b, partStart, arith::MulIOp::create(b, step, cIdx(b, plan.tokenStep)));
+  Value tok0 = stepToken(b, step);
   Value tok0Ofs = arith::RemUIOp::create(b, tok0, cIdx(b, bs));
   auto physOf = [&](Value logical) {
     Value entry = memref::LoadOp::create(
@@ -313,29 +322,56 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
       vecV[r].push_back(loadVector(b, valueCache, ofs, 4));
     }
 
-  // Scores: S^T per n8 block of heads, 2 mma per chunk quad.
+  // Scores: S^T per n8 block of heads, 2 mma per chunk quad; Q's B
+  // operand (chunk 4j + t of head 8n + g) from workgroup memory.
   SmallVector<SmallVector<Value>> s(nBlocks());
   for (int64_t n = 0; n < nBlocks(); ++n) {
     SmallVector<Value> c(4, cF32(b, 0.0f));
-    for (int64_t j = 0; j < quads(); ++j)
+    Value slot = arith::AddIOp::create(b, g, cIdx(b, 8 * n));
+    for (int64_t j = 0; j < quads(); ++j) {
+      Value qv = loadVector(
+          b, shared,
+          qIndex(b, slot, arith::AddIOp::create(b, t, cIdx(b, 4 * j))), 4);
+      SmallVector<Value> q = words(b, qv);
       for (int64_t h = 0; h < 2; ++h)
         mma(b,
             {keyWords[0][j][2 * h], keyWords[1][j][2 * h],
              keyWords[0][j][2 * h + 1], keyWords[1][j][2 * h + 1]},
-            {qf[n][j][2 * h], qf[n][j][2 * h + 1]}, c);
+            {q[2 * h], q[2 * h + 1]}, c);
+    }
     s[n] = c;
   }
 
-  // Tokens g, g + 8 (scores) and 4t + i (values) inside the partition.
+  // Tokens g, g + 8 (scores) and 4t + i (values) of the partition's range.
   auto valid = [&](Value ofs) {
-    return arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                 arith::AddIOp::create(b, tok0, ofs), partEnd);
+    return tokenValid(b, arith::AddIOp::create(b, tok0, ofs));
   };
+  Value rowTok[2], rowValid[2], rowPos[2];
+  for (int64_t r = 0; r < 2; ++r) {
+    rowTok[r] = arith::AddIOp::create(b, g, cIdx(b, 8 * r));
+    if (plan.extLogits)
+      rowPos[r] = alibiPosition(b, arith::AddIOp::create(b, tok0, rowTok[r]));
+    if (masked)
+      rowValid[r] = valid(rowTok[r]);
+  }
+
+  // The logits in the log2 domain: scale, soft cap, ALiBi, then the mask
+  // (last, so a masked token stays -inf whatever the cap does).
   Value qScale = arith::MulFOp::create(b, scale, cF32(b, M_LOG2E));
-  Value rowValid[2];
-  if (masked)
+  SmallVector<Value> logits; // [n][r][e]
+  for (int64_t n = 0; n < nBlocks(); ++n)
     for (int64_t r = 0; r < 2; ++r)
-      rowValid[r] = valid(arith::AddIOp::create(b, g, cIdx(b, 8 * r)));
+      for (int64_t e = 0; e < 2; ++e)
+        logits.push_back(arith::MulFOp::create(b, s[n][2 * r + e], qScale));
+  logits = softCap(b, logits);
+  auto logit = [&](int64_t n, int64_t r, int64_t e) {
+    Value v = logits[(n * 2 + r) * 2 + e];
+    if (plan.extLogits)
+      v = fma(b, slopes[2 * n + e], rowPos[r], v);
+    return masked ? arith::SelectOp::create(b, rowValid[r], v,
+                                            cF32(b, -INFINITY))
+                  : v;
+  };
 
   // Online softmax per head the lane owns (2t + e of each n8 block): the
   // step max over the 16 tokens (rows g, g + 8 here, the other g by xor
@@ -344,13 +380,7 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
   SmallVector<SmallVector<Value>> p(nBlocks(), SmallVector<Value>(4));
   for (int64_t n = 0; n < nBlocks(); ++n)
     for (int64_t e = 0; e < 2; ++e) {
-      Value sc[2];
-      for (int64_t r = 0; r < 2; ++r) {
-        sc[r] = arith::MulFOp::create(b, s[n][2 * r + e], qScale);
-        if (masked)
-          sc[r] = arith::SelectOp::create(b, rowValid[r], sc[r],
-                                          cF32(b, -INFINITY));
-      }
+      Value sc[2] = {logit(n, 0, e), logit(n, 1, e)};
       Value mx = maxf(b, sc[0], sc[1]);
       for (int64_t off = 4; off < 32; off *= 2)
         mx = maxf(b, mx, shuffleXor(b, mx, off));
@@ -407,8 +437,8 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
     pB[n] = {packWord(b, f[0], f[1]), packWord(b, f[2], f[3])};
   }
 
-  // Values past the partition's end are zeroed: garbage must not meet a
-  // zero weight.
+  // In masked steps, values outside the range are zeroed: garbage must not
+  // meet a zero weight.
   Value vMask;
   if (masked) {
     SmallVector<Value> bits;

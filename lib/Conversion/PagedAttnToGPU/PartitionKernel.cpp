@@ -71,6 +71,8 @@ private:
                                    int64_t count);
 
   Value laneInGroup, group;
+  /// ALiBi slope x log2(e) of each tile head.
+  SmallVector<Value> slopes;
   /// Query of the tile, fp32, pre-scaled by scale * log2(e):
   /// q[g][i][e] for tile head g, lane chunk i, element e.
   SmallVector<SmallVector<SmallVector<Value>>> q;
@@ -132,39 +134,19 @@ void SimtPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
   for (int64_t i = 0; i < plan.headsPerProgram * plan.dimsPerLane; ++i)
     state.values.push_back(cF32(b, 0.0f));
 
-  // Full steps without masks, warps round robin; then at most one tail step.
-  Value tokens = arith::SubIOp::create(b, partEnd, partStart);
-  Value step = cIdx(b, plan.tokenStep);
-  Value fullSteps = arith::DivUIOp::create(b, tokens, step);
-  auto loop = scf::ForOp::create(
-      b, warp, fullSteps, cIdx(b, plan.warps), state.values,
-      [&](OpBuilder &nested, Location loc, Value iv, ValueRange iterArgs) {
-        ImplicitLocOpBuilder nb(loc, nested);
-        SoftmaxState in{plan.headsPerProgram, plan.dimsPerLane,
-                        llvm::to_vector(iterArgs)};
-        SoftmaxState out = emitStep(nb, iv, /*masked=*/false, in);
-        scf::YieldOp::create(nb, out.values);
-      });
-  state.values = SmallVector<Value>(loop.getResults());
+  // ALiBi slopes of the tile's heads, log2 domain.
+  slopes.clear();
+  for (int64_t g = 0; g < plan.headsPerProgram && plan.extLogits; ++g)
+    slopes.push_back(alibiSlopeLog2(b, safeHeadOf(b, g)));
 
-  Value hasTail = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::ne,
-      arith::RemUIOp::create(b, tokens, step), cIdx(b, 0));
-  Value tailWarp = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::eq,
-      arith::RemUIOp::create(b, fullSteps, cIdx(b, plan.warps)), warp);
-  Value doTail = arith::AndIOp::create(b, hasTail, tailWarp);
-  auto tailIf = scf::IfOp::create(b, ValueRange(state.values).getTypes(),
-                                  doTail, /*withElseRegion=*/true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(tailIf.thenBlock());
-    SoftmaxState out = emitStep(b, fullSteps, /*masked=*/true, state);
-    scf::YieldOp::create(b, out.values);
-    b.setInsertionPointToStart(tailIf.elseBlock());
-    scf::YieldOp::create(b, state.values);
-  }
-  state.values = SmallVector<Value>(tailIf.getResults());
+  state.values = emitStepLoop(
+      b, state.values,
+      [&](ImplicitLocOpBuilder &nb, Value step, bool masked,
+          SmallVector<Value> values) {
+        SoftmaxState in{plan.headsPerProgram, plan.dimsPerLane,
+                        std::move(values)};
+        return emitStep(nb, step, masked, in).values;
+      });
 
   state = mergeLaneGroups(b, state);
   storeWarpState(b, state);
@@ -178,10 +160,7 @@ SoftmaxState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b,
                 tokens = plan.groupTokens;
   // First token of this lane group's chunk of the step.
   Value tok0 = arith::AddIOp::create(
-      b,
-      arith::AddIOp::create(
-          b, partStart, arith::MulIOp::create(b, step, cIdx(b, plan.tokenStep))),
-      arith::MulIOp::create(b, group, cIdx(b, tokens)));
+      b, stepToken(b, step), arith::MulIOp::create(b, group, cIdx(b, tokens)));
   Value addrTok = tok0;
   if (masked) {
     // Keep addresses inside the sequence's blocks: groups past the end read
@@ -229,13 +208,18 @@ SoftmaxState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b,
     values.push_back(loadVector(b, valueCache, ofs, tokens));
   }
 
-  // Token validity (tail step only).
-  SmallVector<Value> tokenValid;
-  if (masked)
-    for (int64_t j = 0; j < tokens; ++j)
-      tokenValid.push_back(arith::CmpIOp::create(
-          b, arith::CmpIPredicate::ult,
-          arith::AddIOp::create(b, tok0, cIdx(b, j)), seqLen));
+  // Token validity (masked steps: from the window's start to the range's
+  // end) and ALiBi positions.
+  SmallVector<Value> valid, position;
+  Value pos0 = plan.extLogits ? alibiPosition(b, tok0) : Value();
+  for (int64_t j = 0; j < tokens; ++j) {
+    if (plan.extLogits)
+      position.push_back(
+          j ? arith::AddFOp::create(b, pos0, cF32(b, float(j))) : pos0);
+    Value tok = arith::AddIOp::create(b, tok0, cIdx(b, j));
+    if (masked)
+      valid.push_back(tokenValid(b, tok));
+  }
 
   // Scores: partial dot products over this lane's chunks, then summed over
   // the lane group with xor shuffles. One token's key is widened at a time
@@ -253,13 +237,23 @@ SoftmaxState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b,
       scores[g][j] = s;
     }
   }
+  SmallVector<Value> flat;
   for (int64_t g = 0; g < heads; ++g)
     for (int64_t j = 0; j < tokens; ++j) {
       Value s = scores[g][j];
       for (int64_t off = 1; off < plan.lanesPerToken; off *= 2)
         s = arith::AddFOp::create(b, s, shuffleXor(b, s, off));
+      flat.push_back(s);
+    }
+  // Soft cap, ALiBi, then the mask (last: a masked token stays -inf).
+  flat = softCap(b, flat);
+  for (int64_t g = 0; g < heads; ++g)
+    for (int64_t j = 0; j < tokens; ++j) {
+      Value s = flat[g * tokens + j];
+      if (plan.extLogits)
+        s = fma(b, slopes[g], position[j], s);
       if (masked)
-        s = arith::SelectOp::create(b, tokenValid[j], s, cF32(b, -INFINITY));
+        s = arith::SelectOp::create(b, valid[j], s, cF32(b, -INFINITY));
       scores[g][j] = s;
     }
 
@@ -284,9 +278,9 @@ SoftmaxState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b,
   // Weighted values: one head dim's chunk widened at a time.
   for (int64_t j = 0; j < plan.dimsPerLane; ++j) {
     SmallVector<Value> v = toF32Scalars(b, values[j]);
-    if (masked) // garbage past the end must not meet a zero weight
+    if (masked) // garbage outside the range must not meet a zero weight
       for (int64_t t = 0; t < tokens; ++t)
-        v[t] = arith::SelectOp::create(b, tokenValid[t], v[t], cF32(b, 0.0f));
+        v[t] = arith::SelectOp::create(b, valid[t], v[t], cF32(b, 0.0f));
     for (int64_t g = 0; g < heads; ++g) {
       Value acc = arith::MulFOp::create(b, state.acc(g, j), alpha[g]);
       for (int64_t t = 0; t < tokens; ++t)

@@ -32,6 +32,11 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
                          i32,                  i32,
                          i32,                  i32,
                          i32};
+  if (plan.extLogits) // alibi_slopes, has_alibi
+    args.append({f32Flat, i32});
+  args.push_back(i32); // sliding_window
+  if (plan.extLogits) // logits_soft_cap
+    args.push_back(f32);
   auto sharedType = MemRefType::get(
       {plan.sharedFloats()}, f32, MemRefLayoutAttrInterface{},
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
@@ -55,6 +60,12 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
   seqLens = arg(4), output = arg(5), expSums = arg(6), maxLogits = arg(7),
   tmpOutput = arg(8), scale = arg(9), maxBlocks = arg(10), maxParts = arg(11),
   partTokens = arg(12), numKvHeads = arg(13), groupSize = arg(14);
+  if (plan.extLogits) {
+    alibiSlopes = arg(15), hasAlibi = arg(16), slidingWindow = arg(17),
+    logitsSoftCap = arg(18);
+  } else {
+    slidingWindow = arg(15);
+  }
   shared = func.getWorkgroupAttributions().front();
 
   ImplicitLocOpBuilder b(loc, ctx);
@@ -138,19 +149,54 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
   blockStride =
       arith::MulIOp::create(b, toIndex(b, numKvHeads), cIdx(b, slab));
 
+  // Soft cap constants (unused when off; the selects keep them finite).
+  if (plan.extLogits) {
+    Value cap = logitsSoftCap;
+    capOn = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, cap,
+                                  cF32(b, 0.0f));
+    Value safeCap = arith::SelectOp::create(b, capOn, cap, cF32(b, 1.0f));
+    capLog2 = arith::MulFOp::create(b, safeCap, cF32(b, M_LOG2E));
+    capInvScale = arith::DivFOp::create(b, cF32(b, 2.0 * M_LOG2E), capLog2);
+  }
+
+  // The sliding window's first token: max(seq_len - window, 0), 0 without.
+  Value window = toIndex(b, slidingWindow);
+  Value windowed = arith::AndIOp::create(
+      b,
+      arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, window, cIdx(b, 0)),
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, seqLen, window));
+  Value windowStart = arith::SelectOp::create(
+      b, windowed, arith::SubIOp::create(b, seqLen, window), cIdx(b, 0));
+
+  auto setRange = [&](Value start, Value end) {
+    partStart = start;
+    partEnd = end;
+    rangeStart = arith::MaxUIOp::create(b, partStart, windowStart);
+    Value step = cIdx(b, plan.tokenStep);
+    stepBase = arith::AddIOp::create(
+        b, partStart,
+        arith::MulIOp::create(
+            b,
+            arith::DivUIOp::create(
+                b, arith::SubIOp::create(b, rangeStart, partStart), step),
+            step));
+  };
   if (onePass) {
-    partStart = cIdx(b, 0);
-    partEnd = seqLen;
+    setRange(cIdx(b, 0), seqLen);
     emitPartition(b);
     return;
   }
   Value tokens = toIndex(b, partTokens);
-  partStart = arith::MulIOp::create(b, part, tokens);
-  partEnd = arith::MinUIOp::create(
-      b, arith::AddIOp::create(b, partStart, tokens), seqLen);
-  // Partitions past the sequence's end leave sentinels the reducer skips.
-  Value empty = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, partStart,
-                                      seqLen);
+  Value start = arith::MulIOp::create(b, part, tokens);
+  setRange(start, arith::MinUIOp::create(
+                      b, arith::AddIOp::create(b, start, tokens), seqLen));
+  // Partitions past the sequence's end, or wholly before its sliding
+  // window, leave sentinels the reducer skips: they read nothing.
+  Value empty = arith::OrIOp::create(
+      b,
+      arith::CmpIOp::create(b, arith::CmpIPredicate::uge, partStart, seqLen),
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ule, partEnd,
+                            windowStart));
   auto ifOp = scf::IfOp::create(b, empty, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
@@ -236,6 +282,120 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
     memref::StoreOp::create(b, arith::MulFOp::create(b, mMax, cF32(b, M_LN2)),
                             maxLogits, ValueRange{partIdx});
   }
+}
+
+Value PartitionProgram::stepToken(ImplicitLocOpBuilder &b, Value step) {
+  return arith::AddIOp::create(
+      b, stepBase, arith::MulIOp::create(b, step, cIdx(b, plan.tokenStep)));
+}
+
+Value PartitionProgram::tokenValid(ImplicitLocOpBuilder &b, Value tok) {
+  return arith::AndIOp::create(
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::uge, tok, rangeStart),
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tok, partEnd));
+}
+
+SmallVector<Value> PartitionProgram::emitStepLoop(ImplicitLocOpBuilder &b,
+                                                  SmallVector<Value> state,
+                                                  StepFn step) {
+  Value stepLen = cIdx(b, plan.tokenStep), zero = cIdx(b, 0);
+  Value tokens = arith::SubIOp::create(b, partEnd, stepBase);
+  Value full = arith::DivUIOp::create(b, tokens, stepLen);
+  Value warps = cIdx(b, plan.warps);
+  auto eq = [&](Value l, Value r) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, l, r);
+  };
+  // Step 0 is partial when the sliding window starts inside it (the head),
+  // the step after the last full one when the range ends inside it (the
+  // tail). Only they are masked; a range shorter than a step is one tail.
+  Value hasHead = arith::AndIOp::create(
+      b,
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, stepBase, rangeStart),
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, full, zero));
+  Value hasTail = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::ne, arith::RemUIOp::create(b, tokens, stepLen),
+      zero);
+
+  // The whole steps, round robin over the warps; warp 0 skips a head.
+  Value first = arith::SelectOp::create(
+      b, arith::AndIOp::create(b, hasHead, eq(warp, zero)),
+      arith::AddIOp::create(b, warp, warps), warp);
+  auto loop = scf::ForOp::create(
+      b, first, full, warps, state,
+      [&](OpBuilder &nested, Location loc, Value iv, ValueRange iterArgs) {
+        ImplicitLocOpBuilder nb(loc, nested);
+        scf::YieldOp::create(
+            nb, step(nb, iv, /*masked=*/false, llvm::to_vector(iterArgs)));
+      });
+  state = SmallVector<Value>(loop.getResults());
+
+  // The head (step 0, warp 0's) and the tail (step `full`, on the warp whose
+  // turn it is): one masked body, over k in [head ? 0 : 1, tail ? 2 : 1).
+  Value headHere = arith::AndIOp::create(b, hasHead, eq(warp, zero));
+  Value tailHere = arith::AndIOp::create(
+      b, hasTail, eq(arith::RemUIOp::create(b, full, warps), warp));
+  Value one = cIdx(b, 1);
+  Value from = arith::SelectOp::create(b, headHere, zero, one);
+  Value to = arith::SelectOp::create(b, tailHere, cIdx(b, 2), one);
+  auto edges = scf::ForOp::create(
+      b, from, to, one, state,
+      [&](OpBuilder &nested, Location loc, Value k, ValueRange iterArgs) {
+        ImplicitLocOpBuilder nb(loc, nested);
+        Value at = arith::SelectOp::create(
+            nb,
+            arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, k, cIdx(nb, 0)),
+            cIdx(nb, 0), full);
+        scf::YieldOp::create(
+            nb, step(nb, at, /*masked=*/true, llvm::to_vector(iterArgs)));
+      });
+  return SmallVector<Value>(edges.getResults());
+}
+
+Value PartitionProgram::alibiSlopeLog2(ImplicitLocOpBuilder &b, Value head) {
+  assert(plan.extLogits && "ALiBi is compiled into _ext variants only");
+  Value on = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, hasAlibi,
+                                   arith::ConstantIntOp::create(b, 0, 32));
+  auto ifOp = scf::IfOp::create(b, TypeRange{b.getF32Type()}, on,
+                                /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value slope = memref::LoadOp::create(b, alibiSlopes, ValueRange{head});
+  scf::YieldOp::create(
+      b, ValueRange{arith::MulFOp::create(b, slope, cF32(b, M_LOG2E))});
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(b, ValueRange{cF32(b, 0.0f)});
+  return ifOp.getResult(0);
+}
+
+Value PartitionProgram::alibiPosition(ImplicitLocOpBuilder &b, Value tok) {
+  Value rel = arith::SubIOp::create(
+      b, arith::AddIOp::create(b, tok, cIdx(b, 1)), seqLen);
+  return arith::SIToFPOp::create(
+      b, b.getF32Type(),
+      arith::IndexCastOp::create(b, b.getI32Type(), rel));
+}
+
+SmallVector<Value> PartitionProgram::softCap(ImplicitLocOpBuilder &b,
+                                             ArrayRef<Value> scores) {
+  if (!plan.extLogits)
+    return SmallVector<Value>(scores);
+  SmallVector<Type> types(scores.size(), b.getF32Type());
+  auto ifOp = scf::IfOp::create(b, types, capOn, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  SmallVector<Value> capped;
+  for (Value s : scores) {
+    // C tanh(s / C) = C (1 - 2 / (1 + 2^(2 log2(e) s / C))).
+    Value e = exp2(b, arith::MulFOp::create(b, s, capInvScale));
+    Value frac = arith::DivFOp::create(
+        b, cF32(b, 2.0f), arith::AddFOp::create(b, e, cF32(b, 1.0f)));
+    capped.push_back(arith::MulFOp::create(
+        b, capLog2, arith::SubFOp::create(b, cF32(b, 1.0f), frac)));
+  }
+  scf::YieldOp::create(b, capped);
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(b, SmallVector<Value>(scores));
+  return SmallVector<Value>(ifOp.getResults());
 }
 
 gpu::GPUFuncOp mlir::paged_attn::buildPartitionKernel(OpBuilder &moduleBuilder,

@@ -30,10 +30,35 @@ public:
   gpu::GPUFuncOp build(OpBuilder &moduleBuilder, Location loc);
 
 protected:
-  /// The work of a non-empty partition [partStart, partEnd): the token loop,
-  /// ending with each warp's state stored in the epilogue layout (see
-  /// storeWarpState), then emitEpilogue.
+  /// The work of a non-empty partition: the token loop (emitStepLoop), each
+  /// warp's state stored in the epilogue layout, then emitEpilogue.
   virtual void emitPartition(ImplicitLocOpBuilder &b) = 0;
+
+  /// One warp step at index `step` (tokens stepBase + step * tokenStep ...),
+  /// masked (tokenValid) or not; returns the new per-lane state.
+  using StepFn = llvm::function_ref<SmallVector<Value>(
+      ImplicitLocOpBuilder &, Value step, bool masked, SmallVector<Value>)>;
+  /// The partition's steps from stepBase to partEnd: warps take the whole
+  /// steps round robin, unmasked; the partial first step (the sliding window
+  /// starts inside it) and the partial last step run masked, each on one
+  /// warp, through one masked body. Returns the final state.
+  SmallVector<Value> emitStepLoop(ImplicitLocOpBuilder &b,
+                                  SmallVector<Value> state, StepFn step);
+  /// First token of warp step `step`.
+  Value stepToken(ImplicitLocOpBuilder &b, Value step);
+  /// Whether token `tok` is attended in a masked step: rangeStart <= tok <
+  /// partEnd.
+  Value tokenValid(ImplicitLocOpBuilder &b, Value tok);
+
+  /// ALiBi slope of query head `head` times log2(e) (0 when the call has no
+  /// ALiBi); only in _ext variants.
+  Value alibiSlopeLog2(ImplicitLocOpBuilder &b, Value head);
+  /// The ALiBi position of token `tok` as f32: tok - seq_len + 1 (<= 0).
+  Value alibiPosition(ImplicitLocOpBuilder &b, Value tok);
+  /// Logits soft cap applied to scores in the log2 domain, when enabled at
+  /// run time (one uniform branch): s -> C tanh(s / C), C = cap * log2(e).
+  /// The scores unchanged in variants without it.
+  SmallVector<Value> softCap(ImplicitLocOpBuilder &b, ArrayRef<Value> scores);
 
   /// Query head of tile slot g, and whether it exists (the last tile of a
   /// group that is not a multiple of the tile is masked).
@@ -63,10 +88,14 @@ protected:
   // Kernel arguments.
   Value query, keyCache, valueCache, blockTables, seqLens, output, expSums,
       maxLogits, tmpOutput, scale, maxBlocks, maxParts, partTokens, numKvHeads,
-      groupSize, shared;
-  // Values computed once in the prologue.
+      groupSize, alibiSlopes, hasAlibi, slidingWindow, logitsSoftCap, shared;
+  // Values computed once in the prologue. The partition attends to
+  // [rangeStart, partEnd): its tokens, from the sliding window's start on;
+  // its steps start at stepBase (rangeStart rounded down to a step).
   Value tid, lane, warp, part, seq, kvHead, tile, numHeads, seqLen, partStart,
-      partEnd, blockRow, kvHeadOffset, blockStride;
+      partEnd, rangeStart, stepBase, blockRow, kvHeadOffset, blockStride;
+  // Soft cap: enabled flag, C = cap * log2(e) and 2 log2(e) / C.
+  Value capOn, capLog2, capInvScale;
 
 private:
   void emitBody(ImplicitLocOpBuilder &b);

@@ -84,6 +84,13 @@ typedef struct pa_decode_args {
   float scale;
   CUdeviceptr query, key_cache, value_cache, block_tables, seq_lens;
   CUdeviceptr output, exp_sums, max_logits, tmp_output;
+  /* Optional features; zero-initialised means off (docs/runtime.md). */
+  /// ALiBi: [num_heads] f32 slopes, logit += slope * (token - seq_len + 1).
+  CUdeviceptr alibi_slopes;
+  /// Attend to each sequence's last sliding_window tokens only (0: all).
+  int32_t sliding_window;
+  /// logit = cap * tanh(logit / cap) before ALiBi (0: no cap).
+  float logits_soft_cap;
 } pa_decode_args;
 
 /// Checks the arguments, picks the variant, computes the grid and launches

@@ -75,6 +75,9 @@ class DecodeArgs(ctypes.Structure):
         ("exp_sums", CUdeviceptr),
         ("max_logits", CUdeviceptr),
         ("tmp_output", CUdeviceptr),
+        ("alibi_slopes", CUdeviceptr),
+        ("sliding_window", ctypes.c_int32),
+        ("logits_soft_cap", ctypes.c_float),
     ]
 
 

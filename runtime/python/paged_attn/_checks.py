@@ -49,7 +49,8 @@ class Call:
     """The checked sizes of one call (plain ints) and its tensors."""
     __slots__ = ("dtype", "tmp_dtype", "num_seqs", "num_heads", "num_kv_heads", "head_size",
                  "block_size", "num_blocks", "max_blocks_per_seq", "max_num_partitions",
-                 "max_seq_len", "scale", "device_index", "tensors")
+                 "max_seq_len", "scale", "device_index", "tensors", "alibi_slopes",
+                 "sliding_window", "logits_soft_cap")
 
 
 def _dtype_name(dt):
@@ -90,7 +91,8 @@ def _check_kwargs(kwargs):
     unknown = sorted(k for k in kwargs if k not in _VLLM_KWARGS)
     if unknown:
         raise TypeError("%s() got unexpected keyword argument(s) %s; the extensions are "
-                        "'fixed_grid' and vLLM's dense-call keywords %s"
+                        "'fixed_grid', 'sliding_window', 'logits_soft_cap' and vLLM's "
+                        "dense-call keywords %s"
                         % (_FN, ", ".join(repr(k) for k in unknown), ", ".join(_VLLM_KWARGS)))
     for k in _VLLM_KWARGS:
         if k in kwargs:
@@ -113,16 +115,44 @@ def _shape_error(name, expected, t, why=""):
                       % (_FN, name, expected, why, list(t.shape)))
 
 
+def _window_arg(value):
+    """sliding_window: None (every token) or a positive int of tokens."""
+    if value is None:
+        return 0
+    value = _int_arg("sliding_window", value)
+    if value < 1:
+        raise ValueError("%s(): sliding_window must be None or a positive number of tokens, got %d"
+                         % (_FN, value))
+    if value > 2 ** 31 - 1:
+        raise ValueError("%s(): sliding_window (%d) does not fit in 32 bits" % (_FN, value))
+    return value
+
+
+def _soft_cap_arg(value):
+    """logits_soft_cap: None or 0.0 (no cap) or a finite positive float."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError("%s(): logits_soft_cap must be a float, got %s"
+                        % (_FN, type(value).__name__))
+    value = float(value)
+    if not math.isfinite(value) or value < 0.0:
+        raise ValueError("%s(): logits_soft_cap must be None, 0.0 (no cap) or finite and positive, "
+                         "got %r" % (_FN, value))
+    return value
+
+
 def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
                num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
-               alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs, fixed_grid):
+               alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs, fixed_grid,
+               sliding_window=None, logits_soft_cap=None):
     """Checks one call; returns a Call or raises."""
-    # --- keywords and features not implemented ---------------------------
+    # --- keywords and features ---------------------------------------------
     if kwargs:
         _check_kwargs(kwargs)
-    if alibi_slopes is not None:
-        raise NotImplementedError("alibi_slopes is not supported yet (%s() got a %s; pass None)"
-                                  % (_FN, type(alibi_slopes).__name__))
+    window = _window_arg(sliding_window)
+    soft_cap = _soft_cap_arg(logits_soft_cap)
+    alibi = None if alibi_slopes is None else _tensor("alibi_slopes", alibi_slopes)
     if not isinstance(kv_cache_dtype, str):
         raise TypeError("%s(): kv_cache_dtype must be a str, got %s"
                         % (_FN, type(kv_cache_dtype).__name__))
@@ -263,10 +293,19 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
                          "= %d (dim 2)" % (_FN, max_seq_len, max_seq_len, PARTITION_SIZE,
                                            needed, P))
 
+    if alibi is not None:
+        if alibi.dtype != torch.float32:
+            raise TypeError("%s(): alibi_slopes must be float32, got %s"
+                            % (_FN, _dtype_name(alibi.dtype)))
+        if tuple(alibi.shape) != (H,):
+            raise _shape_error("alibi_slopes", "[num_heads] = [%d]" % H, alibi)
+
     # --- layout -----------------------------------------------------------------
     tensors = (("query", q), ("key_cache", kc), ("value_cache", vc), ("block_tables", bt),
                ("seq_lens", sl), ("output", out), ("exp_sums", es), ("max_logits", ml),
                ("tmp_output", tmp))
+    if alibi is not None:
+        tensors += (("alibi_slopes", alibi),)
     for name, t in tensors:
         if not t.is_contiguous():
             raise ValueError("%s(): %s must be contiguous (row-major, no gaps), got strides %s "
@@ -296,4 +335,7 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
     c.scale = scale
     c.device_index = dev.index if dev.index is not None else torch.cuda.current_device()
     c.tensors = tensors
+    c.alibi_slopes = alibi.data_ptr() if alibi is not None else 0
+    c.sliding_window = window
+    c.logits_soft_cap = soft_cap
     return c

@@ -111,13 +111,15 @@ def _decode_args(c):
     return _capi.DecodeArgs(
         c.dtype, c.tmp_dtype, c.num_seqs, c.num_heads, c.num_kv_heads, c.head_size,
         c.block_size, c.num_blocks, c.max_blocks_per_seq, c.max_num_partitions, PARTITION_SIZE,
-        c.max_seq_len, c.scale, *[t.data_ptr() for _, t in c.tensors])
+        c.max_seq_len, c.scale, *[t.data_ptr() for _, t in c.tensors[:9]],
+        c.alibi_slopes, c.sliding_window, c.logits_soft_cap)
 
 
 def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
                        num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
                        alibi_slopes, kv_cache_dtype="auto", k_scale=1.0, v_scale=1.0, *,
-                       fixed_grid=False, **kwargs):
+                       fixed_grid=False, sliding_window=None, logits_soft_cap=None,
+                       **kwargs):
     """PagedAttention V2 decode; writes `output` (and the workspace).
 
     The seed's signature and vLLM's layouts (docs/python.md):
@@ -131,8 +133,12 @@ def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cach
     with max_num_partitions >= ceil(max_seq_len / 512). All tensors contiguous, on one CUDA
     device; the kernels run on that device's current torch stream, asynchronously.
 
-    alibi_slopes must be None and kv_cache_dtype "auto" (k_scale = v_scale = 1.0); anything
-    else is refused, never ignored. vLLM's block-sparse keywords are accepted for a dense
+    alibi_slopes: None or a float32 [num_heads] tensor (logit += slope * (token - seq_len + 1)).
+    kv_cache_dtype must be "auto" (k_scale = v_scale = 1.0): fp8 caches are refused, never
+    ignored.
+
+    sliding_window (keyword only): attend to each sequence's last sliding_window tokens.
+    logits_soft_cap (keyword only): logit = cap * tanh(logit / cap) before ALiBi (Gemma 2). vLLM's block-sparse keywords are accepted for a dense
     call (blocksparse_vert_stride <= 1); any other keyword raises TypeError.
 
     fixed_grid=True (keyword only): the grid covers every workspace partition whatever
@@ -142,7 +148,7 @@ def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cach
     c = _checks.check_call(output, exp_sums, max_logits, tmp_output, query, key_cache,
                            value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size,
                            max_seq_len, alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs,
-                           fixed_grid)
+                           fixed_grid, sliding_window, logits_soft_cap)
     if c.num_seqs == 0 or c.num_heads == 0:
         return None
     ctx = _context(c.device_index)
@@ -152,14 +158,15 @@ def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cach
 
 def plan(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
          num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes,
-         kv_cache_dtype="auto", k_scale=1.0, v_scale=1.0, *, fixed_grid=False, **kwargs):
+         kv_cache_dtype="auto", k_scale=1.0, v_scale=1.0, *, fixed_grid=False,
+         sliding_window=None, logits_soft_cap=None, **kwargs):
     """What paged_attention_v2 with these arguments would launch, without
     launching: the runtime's pa_plan as a dict with keys variant, one_pass,
     partition_tokens, num_partitions, grid, block, reduce_grid, reduce_block."""
     c = _checks.check_call(output, exp_sums, max_logits, tmp_output, query, key_cache,
                            value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size,
                            max_seq_len, alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs,
-                           fixed_grid)
+                           fixed_grid, sliding_window, logits_soft_cap)
     return _context(c.device_index).plan(_decode_args(c))
 
 

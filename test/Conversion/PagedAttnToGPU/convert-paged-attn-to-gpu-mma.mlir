@@ -23,12 +23,16 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
   return
 }
 
-// Workgroup memory: the epilogue's 4 warps x 8 heads x (128 + 2) floats and
-// each warp's two 8 x 20 buffers for the weights.
-// CHECK: gpu.module @pa_f16_d128_b16_h8_mma attributes {paged_attn.variant = {{{.*}}heads_per_program = 8 : i64, shared_bytes = 21760 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
-// CHECK: gpu.func @pa_f16_d128_b16_h8_mma_partition({{.*}}) workgroup(%[[SMEM:.*]] : memref<5440xf32, #gpu.address_space<workgroup>>) kernel
-// Q as the B operand: chunks t, t+4, t+8, t+12 of one head per lane.
-// CHECK-COUNT-4: vector.load %arg0[%{{.*}}] {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>
+// Workgroup memory: the epilogue's 4 warps x 8 heads x (128 + 2) floats,
+// each warp's two 8 x 20 buffers for the weights, and the tile's query
+// (8 heads x (64 + 16 padding) words).
+// CHECK: gpu.module @pa_f16_d128_b16_h8_mma attributes {paged_attn.variant = {{{.*}}ext_logits = false, {{.*}}heads_per_program = 8 : i64, shared_bytes = 24320 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+// The lean variant takes the sliding window (last), not ALiBi or the cap.
+// CHECK: gpu.func @pa_f16_d128_b16_h8_mma_partition({{.*}}, %{{.*}}: i32, %{{.*}}: i32) workgroup(%[[SMEM:.*]] : memref<6080xf32, #gpu.address_space<workgroup>>) kernel
+// The query, staged once: 16-byte loads to workgroup memory, one barrier.
+// CHECK: vector.load %arg0[%{{.*}}] {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>
+// CHECK: vector.store %{{.*}}, %[[SMEM]][%{{.*}}] {alignment = 16 : i64} : memref<6080xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: gpu.barrier
 // The state: m and l of the lane's 2 heads, 4 accumulators x 8 m16 blocks.
 // CHECK: scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
 // One block-table entry, then every load of the step: 8 key chunks of 16
@@ -36,8 +40,18 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK: memref.load %arg3
 // CHECK-COUNT-8: vector.load %arg1[%{{.*}}] {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>
 // CHECK-COUNT-16: vector.load %arg2[%{{.*}}] {alignment = 8 : i64} : memref<1099511627776xf16>, vector<4xf16>
-// Scores: 2 mma per chunk quad.
-// CHECK-COUNT-8: nvvm.mma.sync {{.*}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// Scores: per chunk quad, Q's B operand (chunk 4j + t of head g) from
+// workgroup memory and 2 mma.
+// CHECK: vector.load %[[SMEM]][%{{.*}}] {alignment = 16 : i64} : memref<6080xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-COUNT-2: nvvm.mma.sync {{.*}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: vector.load %[[SMEM]]
+// CHECK-COUNT-2: nvvm.mma.sync
+// CHECK: vector.load %[[SMEM]]
+// CHECK-COUNT-2: nvvm.mma.sync
+// CHECK: vector.load %[[SMEM]]
+// CHECK-COUNT-2: nvvm.mma.sync
+// A whole step masks nothing.
+// CHECK-NOT: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
 // The step max of each of the lane's heads over the other rows.
 // CHECK: gpu.shuffle  xor %{{.*}}, %c4_i32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c8_i32
@@ -47,13 +61,19 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // 16-byte load of head g's 4 tokens, rounded to f16 pairs.
 // CHECK-COUNT-4: memref.store %{{.*}}, %[[SMEM]]
 // CHECK: nvvm.bar.warp.sync %c-1_i32 : i32
-// CHECK: vector.load %[[SMEM]][%{{.*}}] {alignment = 16 : i64} : memref<5440xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: vector.load %[[SMEM]][%{{.*}}] {alignment = 16 : i64} : memref<6080xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK: arith.truncf %{{.*}} : vector<2xf32> to vector<2xf16>
 // P . V: one mma per m16 block of dims.
 // CHECK-COUNT-8: nvvm.mma.sync
 // CHECK: scf.yield
-// The tail step masks scores past the partition (-inf) and values (zeros).
-// CHECK: scf.if
+// The partial steps (the window's first, the range's last) run in a second
+// loop of up to two trips, from [head ? 0 : 1] to [tail ? 2 : 1], masked:
+// scores outside the range are -inf and their values zeros.
+// CHECK: %[[FROM:.*]] = arith.select %{{.*}}, %c0{{.*}}, %c1{{.*}} : index
+// CHECK: %[[TO:.*]] = arith.select %{{.*}}, %c2{{.*}}, %c1{{.*}} : index
+// CHECK: scf.for %{{.*}} = %[[FROM]] to %[[TO]] step %{{.*}} iter_args(
+// CHECK: arith.cmpi uge
+// CHECK: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
 // CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : vector<4xi1>, vector<4xf16>
 // CHECK: gpu.barrier
 // CHECK: gpu.func @pa_f16_d128_b16_h8_mma_onepass
@@ -129,5 +149,55 @@ func.func @f32_cache(%q: memref<?x8x64xf32>, %kc: memref<?x1x16x16x4xf32>,
       outs(%out : memref<?x8x64xf32>)
       workspace(%es, %ml, %tmp : memref<?x8x?xf32>, memref<?x8x?xf32>, memref<?x8x?x64xf32>)
       {scale = 0.125 : f32}
+  return
+}
+
+// -----
+
+// ALiBi and the logits soft cap select the _ext variant: the partition
+// kernel takes alibi_slopes, has_alibi, sliding_window and logits_soft_cap
+// after group_size; the slope is loaded only when has_alibi is set, the cap
+// (a tanh built from ex2 and one division) applies only when it is > 0, and
+// the ALiBi bias slope * (token - seq_len + 1) is added after the cap.
+// CHECK-LABEL: func.func @alibi_window_softcap
+// CHECK: gpu.launch_func @pa_f16_d128_b16_h8_ext_mma::@pa_f16_d128_b16_h8_ext_mma_partition
+// CHECK-SAME: %[[SLOPES:[^ ]*]] : memref<1099511627776xf32>, %c1_i32 : i32, %c1024_i32 : i32, %{{.*}} : f32)
+// CHECK: gpu.module @pa_f16_d128_b16_h8_ext_mma attributes {paged_attn.variant = {{{.*}}ext_logits = true, {{.*}}heads_per_program = 8 : i64
+// CHECK: gpu.func @pa_f16_d128_b16_h8_ext_mma_partition({{.*}}, %[[GROUP:[^:]*]]: i32, %[[A:[^:]*]]: memref<1099511627776xf32>, %[[HAS:[^:]*]]: i32, %[[W:[^:]*]]: i32, %[[CAP:[^:]*]]: f32) workgroup
+// CHECK: %[[CAPON:.*]] = arith.cmpf ogt, %[[CAP]], %{{.*}} : f32
+// CHECK: arith.index_cast %[[W]] : i32 to index
+// CHECK: %[[USE:.*]] = arith.cmpi ne, %[[HAS]], %{{.*}} : i32
+// CHECK-NEXT: %[[SLOPE:.*]] = scf.if %[[USE]] -> (f32) {
+// CHECK-NEXT: memref.load %[[A]][%{{.*}}] : memref<1099511627776xf32>
+// CHECK: nvvm.mma.sync
+// CHECK: %[[POS:.*]] = arith.sitofp %{{.*}} : i32 to f32
+// CHECK: %[[CAPPED:.*]]:4 = scf.if %[[CAPON]] -> (f32, f32, f32, f32) {
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// CHECK: arith.divf
+// CHECK: %[[BIAS:.*]] = arith.mulf %[[SLOPE]], %[[POS]]
+// CHECK-NEXT: arith.addf %[[BIAS]], %[[CAPPED]]#0
+
+// The SIMT kernel (tile 4) takes the same parameters and applies the same
+// terms.
+// SIMT-LABEL: func.func @alibi_window_softcap
+// SIMT: gpu.func @pa_f16_d128_b16_h4_ext_partition({{.*}}, %[[A:[^:]*]]: memref<1099511627776xf32>, %[[HAS:[^:]*]]: i32, %[[W:[^:]*]]: i32, %[[CAP:[^:]*]]: f32) workgroup
+// SIMT: %[[CAPON:.*]] = arith.cmpf ogt, %[[CAP]], %{{.*}} : f32
+// SIMT: %[[USE:.*]] = arith.cmpi ne, %[[HAS]], %{{.*}} : i32
+// SIMT-NEXT: scf.if %[[USE]] -> (f32) {
+// SIMT-NEXT: memref.load %[[A]][%{{.*}}] : memref<1099511627776xf32>
+// SIMT: scf.for
+// SIMT: arith.sitofp %{{.*}} : i32 to f32
+// SIMT: scf.if %[[CAPON]] -> (f32,
+// SIMT: arith.divf
+func.func @alibi_window_softcap(%q: memref<?x8x128xf16>, %kc: memref<?x2x16x16x8xf16>,
+    %vc: memref<?x2x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
+    %slopes: memref<8xf32>, %out: memref<?x8x128xf16>, %es: memref<?x8x?xf32>,
+    %ml: memref<?x8x?xf32>, %tmp: memref<?x8x?x128xf32>) {
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl
+      : memref<?x8x128xf16>, memref<?x2x16x16x8xf16>, memref<?x2x128x16xf16>,
+        memref<?x?xi32>, memref<?xi32>) alibi_slopes(%slopes : memref<8xf32>)
+      outs(%out : memref<?x8x128xf16>)
+      workspace(%es, %ml, %tmp : memref<?x8x?xf32>, memref<?x8x?xf32>, memref<?x8x?x128xf32>)
+      {scale = 0.0883883461 : f32, sliding_window = 1024 : i64, logits_soft_cap = 30.0 : f32}
   return
 }

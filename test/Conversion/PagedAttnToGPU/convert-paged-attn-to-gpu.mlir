@@ -30,12 +30,12 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 }
 
 // The variant module: the key, three kernels, bare-pointer flat parameters.
-// CHECK: gpu.module @pa_f16_d128_b16_h4 attributes {paged_attn.variant = {block_size = 16 : i64, cache_dtype = f16, dtype = f16, head_size = 128 : i64, heads_per_program = 4 : i64, shared_bytes = 8320 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+// CHECK: gpu.module @pa_f16_d128_b16_h4 attributes {paged_attn.variant = {block_size = 16 : i64, cache_dtype = f16, dtype = f16, ext_logits = false, head_size = 128 : i64, heads_per_program = 4 : i64, shared_bytes = 8320 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
 
 // Partition kernel: one program per (partition, kv head x tile, sequence);
 // sentinels for empty partitions; the token loop over warp steps carrying
 // the online-softmax state of 4 heads (m, l and 8 head dims each: 40 values).
-// CHECK: gpu.func @pa_f16_d128_b16_h4_partition(%{{.*}}: memref<1099511627776xf16>, {{.*}}, %{{.*}}: f32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) workgroup(%[[SMEM:.*]] : memref<2080xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 1 : i32}
+// CHECK: gpu.func @pa_f16_d128_b16_h4_partition(%{{.*}}: memref<1099511627776xf16>, {{.*}}, %{{.*}}: f32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) workgroup(%[[SMEM:.*]] : memref<2080xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 1 : i32}
 // CHECK-DAG: gpu.block_id x
 // CHECK-DAG: gpu.block_id y
 // CHECK-DAG: gpu.block_id z
@@ -119,5 +119,44 @@ func.func @one_pass_only(%q: memref<4x12x128xf32>, %kc: memref<64x2x32x8x4xf32>,
       outs(%out : memref<4x12x128xf32>)
       workspace(%es, %ml, %tmp : memref<4x12x1xf32>, memref<4x12x1xf32>, memref<4x12x1x128xf32>)
       {scale = 0.0883883461 : f32}
+  return
+}
+
+// -----
+
+// A sliding window alone keeps the lean variant: sliding_window is its last
+// parameter. The window starts at max(seq_len - W, 0) (W = 0: no window);
+// a partition that ends at or before it leaves the sentinels like one past
+// the sequence's end, and the step loop starts at the window's step.
+// CHECK-LABEL: func.func @sliding_window
+// CHECK: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_partition
+// CHECK-SAME: %c1024_i32 : i32)
+// CHECK: gpu.module @pa_f16_d128_b16_h4 attributes {paged_attn.variant = {{{.*}}ext_logits = false,
+// CHECK: gpu.func @pa_f16_d128_b16_h4_partition({{.*}}, %[[W:[^:]*]]: i32) workgroup
+// CHECK: %[[SL:.*]] = memref.load %{{.*}}[%block_id_z] : memref<1099511627776xi32>
+// CHECK-NEXT: %[[LEN:.*]] = arith.index_cast %[[SL]] : i32 to index
+// CHECK: %[[WI:.*]] = arith.index_cast %[[W]] : i32 to index
+// CHECK-NEXT: %[[LONG:.*]] = arith.cmpi ugt, %[[LEN]], %[[WI]] : index
+// CHECK: %[[ON:.*]] = arith.cmpi sgt, %[[WI]], %{{.*}} : index
+// CHECK-NEXT: %[[BOTH:.*]] = arith.andi %[[ON]], %[[LONG]] : i1
+// CHECK: %[[FROM:.*]] = arith.subi %[[LEN]], %[[WI]] : index
+// CHECK-NEXT: %[[START:.*]] = arith.select %[[BOTH]], %[[FROM]], %{{.*}} : index
+// CHECK: %[[BEGIN:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// CHECK: %[[END:.*]] = arith.minui %{{.*}}, %[[LEN]] : index
+// CHECK: %[[BEFORE:.*]] = arith.cmpi ule, %[[END]], %[[START]] : index
+// CHECK-NEXT: %[[PAST:.*]] = arith.cmpi uge, %[[BEGIN]], %[[LEN]] : index
+// CHECK-NEXT: %[[EMPTY:.*]] = arith.ori %[[PAST]], %[[BEFORE]] : i1
+// CHECK-NEXT: scf.if %[[EMPTY]] {
+// CHECK: arith.constant 0xFF800000 : f32
+func.func @sliding_window(%q: memref<?x8x128xf16>, %kc: memref<?x2x16x16x8xf16>,
+    %vc: memref<?x2x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
+    %out: memref<?x8x128xf16>, %es: memref<?x8x?xf32>, %ml: memref<?x8x?xf32>,
+    %tmp: memref<?x8x?x128xf32>) {
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl
+      : memref<?x8x128xf16>, memref<?x2x16x16x8xf16>, memref<?x2x128x16xf16>,
+        memref<?x?xi32>, memref<?xi32>)
+      outs(%out : memref<?x8x128xf16>)
+      workspace(%es, %ml, %tmp : memref<?x8x?xf32>, memref<?x8x?xf32>, memref<?x8x?x128xf32>)
+      {scale = 0.0883883461 : f32, sliding_window = 1024 : i64}
   return
 }

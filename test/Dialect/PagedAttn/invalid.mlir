@@ -449,3 +449,21 @@ func.func @f(%q: tensor<?x32x128xf16>, %kc: tensor<?x8x16x16x8xf16>, %vc: tensor
   paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : tensor<?x32x128xf16>, tensor<?x8x16x16x8xf16>, tensor<?x8x128x16xf16>, tensor<?x?xi32>, tensor<?xi32>) outs(%out : tensor<?x32x128xf16>) {scale = 1.0 : f32}
   return
 }
+
+// -----
+
+// A sliding window holds at least one token.
+func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>) {
+  // expected-error @+1 {{sliding_window (0) must be in [1, 2^31 - 1] tokens}}
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32, sliding_window = 0 : i64}
+  return
+}
+
+// -----
+
+// The logits soft cap divides the logits: finite and positive.
+func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>) {
+  // expected-error @+1 {{logits_soft_cap (-3.000000e+01) must be finite and positive}}
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32, logits_soft_cap = -30.0 : f32}
+  return
+}

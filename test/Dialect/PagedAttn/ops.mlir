@@ -69,3 +69,21 @@ func.func @alibi_and_fp8(%q: memref<?x32x128xf16>, %kc: memref<?x4x8x16x16xf8E4M
       {scale = 0.0883883461 : f32}
   return
 }
+
+// Sliding window and logits soft cap are attributes (model constants).
+// CHECK-LABEL: func.func @window_and_soft_cap
+// CHECK: paged_attn.decode_v2
+// CHECK-SAME: alibi_slopes(%{{.*}} : memref<32xf32>)
+// CHECK-SAME: {logits_soft_cap = 5.000000e+01 : f32, scale = 6.250000e-02 : f32, sliding_window = 4096 : i64}
+func.func @window_and_soft_cap(%q: memref<?x32x256xbf16>, %kc: memref<?x16x32x16x8xbf16>,
+    %vc: memref<?x16x256x16xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
+    %slopes: memref<32xf32>, %out: memref<?x32x256xbf16>, %es: memref<?x32x?xf32>,
+    %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x256xf32>) {
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x256xbf16>,
+      memref<?x16x32x16x8xbf16>, memref<?x16x256x16xbf16>, memref<?x?xi32>, memref<?xi32>)
+      alibi_slopes(%slopes : memref<32xf32>)
+      outs(%out : memref<?x32x256xbf16>)
+      workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x256xf32>)
+      {scale = 0.0625 : f32, sliding_window = 4096 : i64, logits_soft_cap = 50.0 : f32}
+  return
+}

@@ -120,7 +120,7 @@ class Case:
 
     def __init__(self, S, H, KVH, D, BS, lens, dtype, tmp_dtype=None, seed=0, device="cuda",
                  extra_blocks=3, extra_table=0, extra_partitions=0, q_scale=1.0,
-                 poison_padding=True):
+                 poison_padding=True, alibi=False, poison_before=None):
         import torch
         assert len(lens) == S and all(1 <= L for L in lens)
         self.S, self.H, self.KVH, self.D, self.BS = S, H, KVH, D, BS
@@ -152,6 +152,14 @@ class Case:
                     b = int(bt[i, nb_seq[i] - 1])
                     kc[b, :, :, tail:, :] = float("nan")
                     vc[b, :, :, tail:] = float("nan")
+        if poison_before:
+            # A sliding window of poison_before tokens: the tokens before it
+            # hold NaN, so reading one into the result fails the test.
+            for i, L in enumerate(lens):
+                for t in range(max(L - poison_before, 0)):
+                    b = int(bt[i, t // BS])
+                    kc[b, :, :, t % BS, :] = float("nan")
+                    vc[b, :, :, t % BS] = float("nan")
         q = torch.randn(S, H, D, generator=g) * q_scale
         self.max_seq_len = max(lens)
         self.P = -(-self.max_seq_len // PARTITION) + extra_partitions
@@ -162,6 +170,10 @@ class Case:
         self.block_tables = bt.to(device)
         self.seq_lens = torch.tensor(lens, dtype=torch.int32, device=device)
         self.scale = 1.0 / math.sqrt(D)
+        # ALiBi slopes as models use them: 2^(-8 i / H), i = 1..H.
+        self.alibi_slopes = (torch.tensor([2.0 ** (-8.0 * (i + 1) / H) for i in range(H)],
+                                          dtype=torch.float32, device=device)
+                             if alibi else None)
         self.output = torch.full((S, H, D), float("nan"), dtype=dtype, device=device)
         self.exp_sums = torch.full((S, H, self.P), float("nan"), dtype=torch.float32,
                                    device=device)
@@ -170,11 +182,11 @@ class Case:
                                      device=device)
 
     def args(self, max_seq_len="auto"):
-        """The seed's positional arguments (alibi_slopes None)."""
+        """The seed's positional arguments."""
         msl = self.max_seq_len if max_seq_len == "auto" else max_seq_len
         return (self.output, self.exp_sums, self.max_logits, self.tmp_output, self.query,
                 self.key_cache, self.value_cache, self.KVH, self.scale, self.block_tables,
-                self.seq_lens, self.BS, msl, None)
+                self.seq_lens, self.BS, msl, self.alibi_slopes)
 
     def poison(self):
         for t in (self.output, self.exp_sums, self.max_logits, self.tmp_output):
@@ -188,8 +200,11 @@ class Case:
             self.S, self.H, self.KVH, self.D, self.BS, lens, self.P)
 
 
-def reference(query, key_cache, value_cache, block_tables, seq_lens, scale):
-    """float64 reference on the inputs' device, one sequence at a time."""
+def reference(query, key_cache, value_cache, block_tables, seq_lens, scale, alibi_slopes=None,
+              sliding_window=None, logits_soft_cap=None):
+    """float64 reference on the inputs' device, one sequence at a time:
+    logit = cap * tanh(scale * q.k / cap) + slope * (t - L + 1) over the last
+    sliding_window tokens (every token without one)."""
     import torch
     S, H, D = query.shape
     NB, KVH, Dx, BS, x = key_cache.shape
@@ -204,6 +219,13 @@ def reference(query, key_cache, value_cache, block_tables, seq_lens, scale):
         v = value_cache[blocks].permute(0, 3, 1, 2).reshape(nb * BS, KVH, D)[:L].double()
         q = query[s].double().reshape(KVH, G, D)
         logits = torch.einsum("kgd,lkd->kgl", q, k) * scale
+        if logits_soft_cap:
+            logits = logits_soft_cap * torch.tanh(logits / logits_soft_cap)
+        if alibi_slopes is not None:
+            pos = torch.arange(L, dtype=torch.float64, device=query.device) - (L - 1)
+            logits = logits + alibi_slopes.double().reshape(KVH, G, 1) * pos
+        if sliding_window and L > sliding_window:
+            logits[:, :, :L - sliding_window] = float("-inf")
         p = torch.softmax(logits, dim=-1)
         out[s] = torch.einsum("kgl,lkd->kgd", p, v).reshape(H, D)
     return out
@@ -280,8 +302,21 @@ def refusal_cases(torch, make, device, make_strided=None, make_misaligned=None):
          ["block-sparse", "blocksparse_vert_stride=4"]),
         ("block-sparse keyword not an int", mod(blocksparse_vert_stride="4"), TypeError,
          ["blocksparse_vert_stride"]),
-        ("alibi_slopes", mod(alibi_slopes=m((H,), f32)), NotImplementedError,
-         ["alibi_slopes is not supported yet"]),
+        ("alibi_slopes float16", mod(alibi_slopes=m((H,), f16)), TypeError,
+         ["alibi_slopes must be float32", "float16"]),
+        ("alibi_slopes shape", mod(alibi_slopes=m((H + 1,), f32)), ValueError,
+         ["alibi_slopes must have shape [num_heads] = [8]", "[9]"]),
+        ("alibi_slopes not a tensor", mod(alibi_slopes=[0.5] * H), TypeError,
+         ["alibi_slopes must be a torch.Tensor"]),
+        ("sliding_window 0", mod(sliding_window=0), ValueError,
+         ["sliding_window must be None or a positive number of tokens, got 0"]),
+        ("sliding_window a float", mod(sliding_window=128.0), TypeError, ["sliding_window"]),
+        ("logits_soft_cap negative", mod(logits_soft_cap=-30.0), ValueError,
+         ["logits_soft_cap must be None, 0.0 (no cap) or finite and positive", "-30.0"]),
+        ("logits_soft_cap NaN", mod(logits_soft_cap=float("nan")), ValueError,
+         ["logits_soft_cap"]),
+        ("logits_soft_cap a string", mod(logits_soft_cap="30"), TypeError,
+         ["logits_soft_cap must be a float"]),
         ("kv_cache_dtype fp8", mod(kv_cache_dtype="fp8"), NotImplementedError,
          ["kv_cache_dtype='fp8'", "auto"]),
         ("kv_cache_dtype not a str", mod(kv_cache_dtype=None), TypeError,
@@ -386,7 +421,8 @@ def check_only(pa, args):
     kv = a.pop("kv_cache_dtype", "auto")
     ks, vs = a.pop("k_scale", 1.0), a.pop("v_scale", 1.0)
     fixed = a.pop("fixed_grid", False)
-    return pa._checks.check_call(*pos, kv, ks, vs, a, fixed)
+    window, cap = a.pop("sliding_window", None), a.pop("logits_soft_cap", None)
+    return pa._checks.check_call(*pos, kv, ks, vs, a, fixed, window, cap)
 
 
 def accepted_cases(torch, make, device):

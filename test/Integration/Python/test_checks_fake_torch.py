@@ -164,12 +164,14 @@ def accepted(args):
 def signature_is_the_seeds():
     ps = list(inspect.signature(pa.paged_attention_v2).parameters.values())
     names = [p.name for p in ps]
-    assert names == list(T.SEED_PARAMS) + ["kv_cache_dtype", "k_scale", "v_scale", "fixed_grid",
-                                          "kwargs"], names
+    extensions = ["fixed_grid", "sliding_window", "logits_soft_cap"]
+    assert names == list(T.SEED_PARAMS) + ["kv_cache_dtype", "k_scale", "v_scale"] + extensions + [
+        "kwargs"], names
     defaults = {p.name: p.default for p in ps if p.default is not inspect.Parameter.empty}
     assert defaults == {"kv_cache_dtype": "auto", "k_scale": 1.0, "v_scale": 1.0,
-                        "fixed_grid": False}, defaults
-    assert ps[-2].kind is inspect.Parameter.KEYWORD_ONLY
+                        "fixed_grid": False, "sliding_window": None,
+                        "logits_soft_cap": None}, defaults
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in ps[-4:-1])
     assert ps[-1].kind is inspect.Parameter.VAR_KEYWORD
 
 
@@ -192,6 +194,25 @@ def decode_args_built():
     for name in ("query", "key_cache", "value_cache", "block_tables", "seq_lens", "output",
                  "exp_sums", "max_logits", "tmp_output"):
         assert getattr(d, name) == a[name].data_ptr(), name
+
+
+def features_reach_the_runtime():
+    rec.calls.clear()
+    a = T.baseline(fake, make, "cuda:0")
+    d = rec_decode(dict(a))
+    assert (d.alibi_slopes, d.sliding_window, d.logits_soft_cap) == (0, 0, 0.0)
+    slopes = make((8,), fake.float32, "cuda:0")
+    d = rec_decode(dict(a, alibi_slopes=slopes), sliding_window=4096, logits_soft_cap=30.0)
+    assert d.alibi_slopes == slopes.data_ptr()
+    assert d.sliding_window == 4096 and d.logits_soft_cap == 30.0
+    d = rec_decode(dict(a), logits_soft_cap=0.0)  # 0.0: no cap, as FlashInfer spells it
+    assert d.logits_soft_cap == 0.0
+
+
+def rec_decode(args, **kw):
+    rec.calls.clear()
+    pa.paged_attention_v2(**args, **kw)
+    return rec.calls[-1][1]
 
 
 def fixed_grid_passes_zero():
@@ -222,8 +243,8 @@ def plan_goes_through_checks():
     rec.calls.clear()
     assert pa.plan(**T.baseline(fake, make, "cuda:0")) == {"variant": "fake"}
     assert [c[0] for c in rec.calls] == ["context", "plan"]
-    T.expect_raises(NotImplementedError, ["alibi"], pa.plan,
-                    **dict(T.baseline(fake, make, "cuda:0"), alibi_slopes=make((8,), fake.float32,
+    T.expect_raises(TypeError, ["alibi_slopes must be float32"], pa.plan,
+                    **dict(T.baseline(fake, make, "cuda:0"), alibi_slopes=make((8,), fake.float16,
                                                                                "cuda:0")))
 
 
@@ -328,7 +349,9 @@ def struct_layouts():
     S, D, P = _capi.Status, _capi.DecodeArgs, _capi.Plan
     assert ctypes.sizeof(S) == 4 + 64 + 1024, ctypes.sizeof(S)
     assert D.scale.offset == 48 and D.query.offset == 56 and D.tmp_output.offset == 120
-    assert ctypes.sizeof(D) == 128, ctypes.sizeof(D)
+    assert D.alibi_slopes.offset == 128 and D.sliding_window.offset == 136
+    assert D.logits_soft_cap.offset == 140
+    assert ctypes.sizeof(D) == 144, ctypes.sizeof(D)
     assert P.one_pass.offset == 128 and P.grid.offset == 140 and P.reduce_block.offset == 176
     assert ctypes.sizeof(P) == 188, ctypes.sizeof(P)
 
@@ -340,7 +363,7 @@ def body(r):
         r.run("refuses: " + name, refused, args, exc, subs)
     for name, args in T.accepted_cases(fake, make, "cuda:0"):
         r.run("accepts: " + name, accepted, args)
-    for fn in (decode_args_built, fixed_grid_passes_zero, float32_dtypes,
+    for fn in (decode_args_built, features_reach_the_runtime, fixed_grid_passes_zero, float32_dtypes,
                empty_batch_launches_nothing, plan_goes_through_checks, cpu_tensors_refused,
                mixed_devices_refused, scale_tensors, first_context_during_capture_refused,
                runtime_library_not_found, runtime_library_search_order, kernel_library_not_found,

@@ -14,7 +14,10 @@
 # 1, 3, 4, 6, 8 and MQA (32 heads, 1 KV head); ragged lengths with 1, exact
 # partition and block edges, a 32768-token context; a one-partition batch
 # (one-pass path), a 64-sequence batch; workspace and block tables larger
-# than needed; fixed-grid mode; a peaked softmax; a non-default stream.
+# than needed; fixed-grid mode; a peaked softmax; a non-default stream;
+# ALiBi, sliding windows (the tokens before the window hold NaN), the logits
+# soft cap and their combinations, with GQA, MHA and MQA, every dtype, head
+# sizes 64, 128, 256 and block sizes 8, 16, 32.
 
 import os
 import sys
@@ -79,6 +82,40 @@ def cases(seed):
         ("f16 side stream", dict(S=3, H=32, KVH=8, D=128, BS=16, lens=[5, 1000, 2049],
                                  dtype=f16), {"stream": True}),
     ]
+    # Features: ALiBi, sliding window, soft cap, alone and together.
+    W5 = [1, 17, 700, 1030, 5000]
+    for dt in (f16, bf16, f32):
+        n = str(dt).replace("torch.", "")
+        out += [
+            ("%s alibi gqa4 d128 b16" % n, dict(S=5, H=32, KVH=8, D=128, BS=16, lens=W5,
+                                                dtype=dt, alibi=True), {}),
+            ("%s window 1000 gqa4 d128 b16" % n,
+             dict(S=5, H=32, KVH=8, D=128, BS=16, lens=W5, dtype=dt, poison_before=1000),
+             {"sliding_window": 1000}),
+            ("%s soft cap 30 mha d64 b32" % n, dict(S=3, H=8, KVH=8, D=64, BS=32,
+                                                   lens=[1, 600, 2100], dtype=dt, q_scale=30.0),
+             {"logits_soft_cap": 30.0}),
+        ]
+    out += [
+        ("f16 alibi + window 100 + cap 50, group 6 d256 b8",
+         dict(S=4, H=12, KVH=2, D=256, BS=8, lens=[1, 99, 101, 3000], dtype=f16, alibi=True,
+              poison_before=100, q_scale=20.0), {"sliding_window": 100, "logits_soft_cap": 50.0}),
+        ("bf16 alibi + cap 20, MQA 32 d64 b16",
+         dict(S=3, H=32, KVH=1, D=64, BS=16, lens=[5, 513, 4000], dtype=bf16, alibi=True,
+              q_scale=15.0), {"logits_soft_cap": 20.0}),
+        ("f16 window 7 (inside one step), group 4 d128 b8",
+         dict(S=3, H=16, KVH=4, D=128, BS=8, lens=[3, 7, 2049], dtype=f16, poison_before=7),
+         {"sliding_window": 7}),
+        ("f16 window 4096 + alibi, 32768-token context, fixed grid",
+         dict(S=2, H=32, KVH=8, D=128, BS=16, lens=[32768, 4097], dtype=f16, alibi=True,
+              poison_before=4096), {"sliding_window": 4096, "fixed_grid": True}),
+        ("f32 window 300 + cap 10, group 2 d128 b32",
+         dict(S=3, H=8, KVH=4, D=128, BS=32, lens=[299, 301, 1800], dtype=f32,
+              poison_before=300, q_scale=10.0), {"sliding_window": 300, "logits_soft_cap": 10.0}),
+        ("f16 window 1 (only the last token)",
+         dict(S=3, H=8, KVH=2, D=64, BS=16, lens=[1, 2, 1000], dtype=f16, poison_before=1),
+         {"sliding_window": 1}),
+    ]
     return out
 
 
@@ -87,7 +124,8 @@ def run_case(seed, spec, opts):
     opts = dict(opts)
     side = opts.pop("stream", False)
     msl = opts.pop("max_seq_len", "auto")
-    ref = T.reference(c.query, c.key_cache, c.value_cache, c.block_tables, c.seq_lens, c.scale)
+    ref = T.reference(c.query, c.key_cache, c.value_cache, c.block_tables, c.seq_lens, c.scale,
+                      c.alibi_slopes, opts.get("sliding_window"), opts.get("logits_soft_cap"))
     if side:
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())

@@ -210,6 +210,16 @@ LogicalResult verifySupported(DecodeV2Op op, Operand q, Operand k) {
   float scale = op.getScale().convertToFloat();
   if (!std::isfinite(scale) || !(scale > 0.0f))
     return op.emitOpError("scale (") << scale << ") must be finite and positive";
+  if (std::optional<uint64_t> w = op.getSlidingWindow();
+      w && (int64_t(*w) < 1 || int64_t(*w) > INT32_MAX))
+    return op.emitOpError("sliding_window (")
+           << int64_t(*w) << ") must be in [1, 2^31 - 1] tokens";
+  if (std::optional<APFloat> cap = op.getLogitsSoftCap()) {
+    float c = cap->convertToFloat();
+    if (!std::isfinite(c) || !(c > 0.0f))
+      return op.emitOpError("logits_soft_cap (")
+             << c << ") must be finite and positive";
+  }
   return success();
 }
 

@@ -68,7 +68,8 @@ void materialize(DecodeV2Op op) {
       op.getValueCache(), op.getBlockTables(), op.getSeqLens(),
       op.getAlibiSlopes(), op.getKScale(), op.getVScale(), op.getMaxSeqLen(),
       op.getOutput(), es, ml, tmp, op.getScaleAttr(),
-      op.getPartitionSizeAttr());
+      op.getPartitionSizeAttr(), op.getSlidingWindowAttr(),
+      op.getLogitsSoftCapAttr());
   op.getResult(0).replaceAllUsesWith(newOp.getResult(0));
   op.erase();
 }

@@ -27,10 +27,14 @@ def PagedAttn_DecodeV2Op : PagedAttn_Op<"decode_v2", [
     Computes, for every sequence `s` and query head `h`,
 
     ```
-    out[s, h] = softmax(scale * q[s, h] . K[s, kv(h)]^T) . V[s, kv(h)]
+    out[s, h] = softmax(logit[s, h, t] over t) . V[s, kv(h)]
+    logit[s, h, t] = cap(scale * q[s, h] . K[s, kv(h), t])
+                     + alibi_slopes[h] * (t - seq_lens[s] + 1)
+    cap(x) = logits_soft_cap * tanh(x / logits_soft_cap)   (x without it)
     ```
 
-    over the first `seq_lens[s]` tokens of the sequence's context, where
+    over the first `seq_lens[s]` tokens of the sequence's context (the last
+    `sliding_window` of them when the attribute is set), where
     `kv(h) = h / (num_heads / num_kv_heads)` (MHA, GQA and MQA) and the
     context's tokens are gathered from the paged caches through
     `block_tables`: token `t` of sequence `s` lives in physical block
@@ -59,6 +63,11 @@ def PagedAttn_DecodeV2Op : PagedAttn_Op<"decode_v2", [
     its inits (`output`, then the workspace if given) and has no side
     effects; the workspace may then be omitted and is allocated by
     bufferization. On memrefs it writes its inits and returns nothing.
+    `sliding_window = W` restricts each sequence to its last W tokens
+    (Mistral); `logits_soft_cap = c` bounds the logits to (-c, c) before
+    ALiBi and the softmax (Gemma 2). ALiBi adds a per-head linear bias that
+    is 0 at the newest token.
+
     `max_seq_len`, when given, bounds the partitions launched; without it
     the grid covers every workspace partition (the fixed-grid mode a CUDA
     graph capture needs).
@@ -97,7 +106,9 @@ def PagedAttn_DecodeV2Op : PagedAttn_Op<"decode_v2", [
     Optional<PagedAttn_ShapedOperand>:$max_logits,
     Optional<PagedAttn_ShapedOperand>:$tmp_output,
     F32Attr:$scale,
-    DefaultValuedAttr<I64Attr, "512">:$partition_size
+    DefaultValuedAttr<I64Attr, "512">:$partition_size,
+    OptionalAttr<I64Attr>:$sliding_window,
+    OptionalAttr<F32Attr>:$logits_soft_cap
   );
   let results = (outs Variadic<AnyRankedTensor>:$results);
 
