@@ -33,7 +33,7 @@ constexpr const char *kPartitionParams =
     "partition_tokens num_kv_heads group_size";
 constexpr const char *kReduceParams =
     "output exp_sums max_logits tmp_output seq_lens num_heads "
-    "max_num_partitions partition_tokens";
+    "max_num_partitions partition_tokens sliding_window";
 constexpr int64_t kReduceThreads = 128;
 
 std::string typeName(Type t) {

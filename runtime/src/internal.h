@@ -169,8 +169,8 @@ struct BundleDesc {
   bool hasOnePass() const { return kernel(Role::OnePass).present; }
   /// Whether the partition kernel takes `param`: how a bundle says which
   /// features (ALiBi, sliding window, soft cap) it supports.
-  bool takes(ParamId param) const {
-    const std::vector<ParamId> &p = kernel(Role::Partition).params;
+  bool takes(ParamId param, Role role = Role::Partition) const {
+    const std::vector<ParamId> &p = kernel(role).params;
     return std::find(p.begin(), p.end(), param) != p.end();
   }
 };

@@ -70,7 +70,10 @@ static bool betterTile(int a, int b, int group) {
 bool servesFeatures(const BundleDesc &d, const VariantKey &key) {
   return (!key.extLogits || (d.takes(ParamId::AlibiSlopes) &&
                              d.takes(ParamId::LogitsSoftCap))) &&
-         (!key.slidingWindow || d.takes(ParamId::SlidingWindow));
+         // The reducer skips the partitions before the window (they leave
+         // no tmp_output), so it must take the window too.
+         (!key.slidingWindow || (d.takes(ParamId::SlidingWindow) &&
+                                 d.takes(ParamId::SlidingWindow, Role::Reduce)));
 }
 
 int selectVariant(const std::vector<BundleDesc> &descs,

@@ -679,6 +679,8 @@ struct Tally {
 } // namespace
 
 int main(int argc, char **argv) {
+  // Line-buffered, so a log cut short by a timeout keeps the cases run.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string library;
   bool quick = false, withLong = false;
   uint64_t seed = 1;

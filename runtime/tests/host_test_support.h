@@ -162,7 +162,10 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
       "max_num_partitions partition_tokens num_kv_heads group_size" +
           s.features,
       "params reduce output exp_sums max_logits tmp_output seq_lens num_heads "
-      "max_num_partitions partition_tokens",
+      "max_num_partitions partition_tokens" +
+          std::string(s.features.find("sliding_window") != std::string::npos
+                          ? " sliding_window"
+                          : ""),
       "grid partition num_partitions num_kv_heads*ceil(group_size/"
       "heads_per_program) num_seqs",
       "grid reduce ceil(num_heads/4) num_seqs",

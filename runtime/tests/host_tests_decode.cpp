@@ -510,10 +510,11 @@ void marshalTests() {
     CHECK_EQ(*static_cast<int32_t *>(k.pointers[14]), 4);
     CHECK_EQ(*static_cast<int32_t *>(k.pointers[15]), 0); // no window
     marshalParams(d.kernel(Role::Reduce), a, plan, k);
-    CHECK_EQ(k.count, 8);
+    CHECK_EQ(k.count, 9);
     CHECK_EQ(k.values[0].ptr, a.output);
     CHECK_EQ(k.values[4].ptr, a.seq_lens);
     CHECK_EQ(*static_cast<int32_t *>(k.pointers[5]), a.num_heads);
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[8]), 0); // no window
   });
 
   // An _ext variant's features: the slopes pointer with its flag, the

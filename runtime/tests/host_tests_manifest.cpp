@@ -46,8 +46,9 @@ void manifestTests() {
     CHECK(p.params[15] == ParamId::SlidingWindow);
     CHECK(d.hasOnePass());
     const KernelDesc &r = d.kernel(Role::Reduce);
-    CHECK_EQ(r.params.size(), size_t(8));
+    CHECK_EQ(r.params.size(), size_t(9));
     CHECK(r.params[5] == ParamId::NumHeads);
+    CHECK(r.params[8] == ParamId::SlidingWindow);
     CHECK_EQ(r.grid[0].text, std::string("ceil(num_heads/4)"));
     CHECK_EQ(r.grid[1].text, std::string("num_seqs"));
     CHECK_EQ(r.grid[2].text, std::string("1")); // omitted: 1
@@ -413,8 +414,8 @@ void variantTests() {
   });
 
   // Features: a call without ALiBi or soft cap gets the lean variant, one
-  // with them the _ext variant; a bundle that does not take sliding_window
-  // (built before it existed) serves no windowed call.
+  // with them the _ext variant; a bundle whose kernels do not take
+  // sliding_window (built before it existed) serves no windowed call.
   run("variant_features", [] {
     Spec lean, ext, legacy;
     lean.name = "lean";
@@ -437,6 +438,15 @@ void variantTests() {
     CHECK_EQ(selectVariant(descs, kH200, plain), 0);
     CHECK_EQ(selectVariant(descs, kH200, window), -1);
     CHECK_EQ(selectVariant(descs, kH200, alibi), -1);
+    // The reducer must take the window too: it skips the partitions before
+    // the window, which leave no tmp_output.
+    BundleDesc half = descFor(lean);
+    std::vector<ParamId> &reduce = half.kernels[int(Role::Reduce)].params;
+    CHECK_EQ(int(reduce.back()), int(ParamId::SlidingWindow));
+    reduce.pop_back();
+    descs = {half};
+    CHECK_EQ(selectVariant(descs, kH200, plain), 0);
+    CHECK_EQ(selectVariant(descs, kH200, window), -1);
   });
 
   // The chip decides before the tile: on an H200 the sm_90 tensor-core

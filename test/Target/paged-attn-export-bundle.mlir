@@ -23,7 +23,7 @@
 // MANIFEST-NEXT: kernel reduce pa_bf16_d256_b32_h2_reduce threads 128 smem 0
 // MANIFEST-NEXT: params partition query key_cache value_cache block_tables seq_lens output exp_sums max_logits tmp_output scale max_blocks_per_seq max_num_partitions partition_tokens num_kv_heads group_size sliding_window
 // MANIFEST-NEXT: params onepass query key_cache value_cache block_tables seq_lens output exp_sums max_logits tmp_output scale max_blocks_per_seq max_num_partitions partition_tokens num_kv_heads group_size sliding_window
-// MANIFEST-NEXT: params reduce output exp_sums max_logits tmp_output seq_lens num_heads max_num_partitions partition_tokens
+// MANIFEST-NEXT: params reduce output exp_sums max_logits tmp_output seq_lens num_heads max_num_partitions partition_tokens sliding_window{{$}}
 // MANIFEST-NEXT: grid partition num_partitions num_kv_heads*ceil(group_size/heads_per_program) num_seqs
 // MANIFEST-NEXT: grid onepass 1 num_kv_heads*ceil(group_size/heads_per_program) num_seqs
 // MANIFEST-NEXT: grid reduce ceil(num_heads/4) num_seqs

@@ -199,7 +199,8 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
       partitionArgs.append(
           {alibi ? flatten(rewriter, loc, alibi) : partitionArgs[6],
            i32(alibi ? 1 : 0)});
-    partitionArgs.push_back(i32(op.getSlidingWindow().value_or(0)));
+    Value window = i32(op.getSlidingWindow().value_or(0));
+    partitionArgs.push_back(window);
     if (plan->extLogits)
       partitionArgs.push_back(arith::ConstantOp::create(
           rewriter, loc,
@@ -209,7 +210,7 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
     SmallVector<Value> reduceArgs{partitionArgs[5], partitionArgs[6],
                                   partitionArgs[7], partitionArgs[8],
                                   partitionArgs[4], i32(heads),
-                                  toI32(maxParts), i32(partition)};
+                                  toI32(maxParts), i32(partition), window};
 
     gpu::KernelDim3 block{idx(plan->threads()), idx(1), idx(1)};
     auto launchPartition = [&](OpBuilder &b, StringRef suffix, Value gridX) {

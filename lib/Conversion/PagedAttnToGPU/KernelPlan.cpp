@@ -134,6 +134,10 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
                            (p.extLogits ? 16 : 0);
     if (sm < 90)
       accumulators += 8;
+    // With _ext logits a partial last chunk quad (head sizes 80, 112) costs
+    // its clamped indices too (d112 spilled at 3 programs on sm_90).
+    if (p.extLogits && p.chunks % 4 != 0)
+      accumulators += 8;
     p.programsPerSM = accumulators <= 32 ? 4 : accumulators <= 48 ? 3 : 2;
     if (op.getPartitionSize() % p.tokenStep != 0)
       return op.emitOpError("partition_size ")

@@ -10,6 +10,9 @@
 //
 //   out[d] = sum_p tmp[p][d] * exp_sums[p] * exp(max_logits[p] - M) / L
 //
+// With a sliding window both walks start at the window's first partition:
+// the ones before it hold sentinels and no tmp_output, so they are not read.
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilders.h"
@@ -38,7 +41,7 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
   Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
   SmallVector<Type> args{flat(plan.elemType), flat(f32), flat(f32),
                          flat(plan.tmpType),  flat(i32), i32,
-                         i32,                 i32};
+                         i32,                 i32,       i32};
   auto func = gpu::GPUFuncOp::create(moduleBuilder, loc,
                                      plan.name() + "_reduce",
                                      moduleBuilder.getFunctionType(args, {}));
@@ -50,7 +53,8 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
   Value output = entry.getArgument(0), expSums = entry.getArgument(1),
         maxLogits = entry.getArgument(2), tmpOutput = entry.getArgument(3),
         seqLens = entry.getArgument(4), numHeadsArg = entry.getArgument(5),
-        maxPartsArg = entry.getArgument(6), partTokens = entry.getArgument(7);
+        maxPartsArg = entry.getArgument(6), partTokens = entry.getArgument(7),
+        slidingWindow = entry.getArgument(8);
 
   ImplicitLocOpBuilder b(loc, ctx);
   b.setInsertionPointToStart(&entry);
@@ -77,6 +81,18 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
 
   Value seqLen = toIndex(b, memref::LoadOp::create(b, seqLens, ValueRange{seq}));
   Value parts = arith::CeilDivUIOp::create(b, seqLen, toIndex(b, partTokens));
+  // The window's first token max(seq_len - W, 0) (W = 0: none) and its
+  // partition: the first one with a result.
+  Value window = toIndex(b, slidingWindow);
+  Value windowed = arith::AndIOp::create(
+      b,
+      arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, window, cIdx(b, 0)),
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, seqLen, window));
+  Value firstPart = arith::SelectOp::create(
+      b, windowed,
+      arith::DivUIOp::create(b, arith::SubIOp::create(b, seqLen, window),
+                             toIndex(b, partTokens)),
+      cIdx(b, 0));
   Value row = arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
                                     head);
   Value statBase = arith::MulIOp::create(b, row, toIndex(b, maxPartsArg));
@@ -86,9 +102,9 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
                                          log2e));
   };
 
-  // Statistics, lane-parallel: lane l folds partitions l, l + 32, ...
+  // Statistics, lane-parallel: lane l folds partitions first + l, + 32, ...
   auto statLoop = scf::ForOp::create(
-      b, lane, parts, cIdx(b, 32), ValueRange{cF32(b, -FLT_MAX), cF32(b, 0.0f)},
+      b, arith::AddIOp::create(b, firstPart, lane), parts, cIdx(b, 32), ValueRange{cF32(b, -FLT_MAX), cF32(b, 0.0f)},
       [&](OpBuilder &nested, Location nloc, Value p, ValueRange iter) {
         ImplicitLocOpBuilder nb(nloc, nested);
         Value idx = arith::AddIOp::create(nb, statBase, p);
@@ -128,7 +144,7 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
   SmallVector<Value> init(vecsPerLane * vec, cF32(b, 0.0f));
   Value lastPart = arith::SubIOp::create(b, parts, cIdx(b, 1));
   auto accLoop = scf::ForOp::create(
-      b, cIdx(b, 0), parts, cIdx(b, kUnroll), init,
+      b, firstPart, parts, cIdx(b, kUnroll), init,
       [&](OpBuilder &nested, Location nloc, Value p0, ValueRange iter) {
         ImplicitLocOpBuilder nb(nloc, nested);
         SmallVector<Value> acc(iter);

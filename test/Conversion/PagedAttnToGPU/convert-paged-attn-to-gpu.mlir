@@ -65,11 +65,15 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK: arith.truncf %{{.*}} : f32 to f16
 
 // Reduce kernel: lane-parallel statistics, warp merge, then the partial
-// outputs 4 partitions per step, each a 16-byte f32x4 load.
-// CHECK: gpu.func @pa_f16_d128_b16_h4_reduce(%{{.*}}: memref<1099511627776xf16>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xi32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
-// CHECK: scf.for {{.*}} -> (f32, f32)
+// outputs 4 partitions per step, each a 16-byte f32x4 load; both walks
+// start at the sliding window's first partition (%[[RW]]).
+// CHECK: gpu.func @pa_f16_d128_b16_h4_reduce(%{{.*}}: memref<1099511627776xf16>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xi32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[RW:.*]]: i32) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// CHECK: %[[W:.*]] = arith.index_cast %[[RW]] : i32 to index
+// CHECK: %[[FIRST:.*]] = arith.select %{{.*}}, %{{.*}}, %c0{{.*}} : index
+// CHECK: %[[LB:.*]] = arith.addi %[[FIRST]], %{{.*}} : index
+// CHECK: scf.for %{{.*}} = %[[LB]] to {{.*}} -> (f32, f32)
 // CHECK-COUNT-5: gpu.shuffle xor
-// CHECK: scf.for {{.*}} -> (f32, f32, f32, f32)
+// CHECK: scf.for %{{.*}} = %[[FIRST]] to {{.*}} -> (f32, f32, f32, f32)
 // CHECK-COUNT-4: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xf32>, vector<4xf32>
 // CHECK: vector.store %{{.*}} {alignment = 8 : i64} : memref<1099511627776xf16>, vector<4xf16>
 

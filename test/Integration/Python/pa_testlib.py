@@ -217,15 +217,16 @@ def reference(query, key_cache, value_cache, block_tables, seq_lens, scale, alib
         blocks = block_tables[s, :nb].long()
         k = key_cache[blocks].permute(0, 3, 1, 2, 4).reshape(nb * BS, KVH, D)[:L].double()
         v = value_cache[blocks].permute(0, 3, 1, 2).reshape(nb * BS, KVH, D)[:L].double()
+        # The window's tokens only (those before it may hold anything, NaN too).
+        first = L - sliding_window if sliding_window and L > sliding_window else 0
+        k, v = k[first:], v[first:]
         q = query[s].double().reshape(KVH, G, D)
         logits = torch.einsum("kgd,lkd->kgl", q, k) * scale
         if logits_soft_cap:
             logits = logits_soft_cap * torch.tanh(logits / logits_soft_cap)
         if alibi_slopes is not None:
-            pos = torch.arange(L, dtype=torch.float64, device=query.device) - (L - 1)
+            pos = torch.arange(first, L, dtype=torch.float64, device=query.device) - (L - 1)
             logits = logits + alibi_slopes.double().reshape(KVH, G, 1) * pos
-        if sliding_window and L > sliding_window:
-            logits[:, :, :L - sliding_window] = float("-inf")
         p = torch.softmax(logits, dim=-1)
         out[s] = torch.einsum("kgl,lkd->kgd", p, v).reshape(H, D)
     return out

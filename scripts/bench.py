@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""paged_attn's benchmark: ours against dense SDPA (and the seed's Triton
+kernel where triton and the seed file are present), on vLLM's paged layouts,
+in one run on the same inputs. Prints TB/s, ms and % of the device-to-device
+copy bandwidth measured first; every implementation is checked against a
+float32 reference before it is timed.
+
+Usage (a CUDA GPU with torch; PYTHONPATH=runtime/python, PA_KERNEL_LIBRARY):
+  scripts/bench.py                      the standard configs (docs/performance.md)
+  scripts/bench.py --config my=64,32,8,128,16,4096   name=seqs,heads,kv_heads,head,block,len
+  scripts/bench.py --sweep              batch x context x group under the partition
+                                        rule
+  scripts/bench.py --features           the cost of ALiBi, the soft cap and a sliding
+                                        window against the plain call
+  options: --dtype float16|bfloat16, --seed PATH (the seed's file), --json FILE
+
+Bandwidth = bytes of K and V the contexts hold / median time.
+"""
+import argparse
+import importlib.util
+import json
+import math
+import sys
+
+import torch
+
+from paged_attn import paged_attention_v2
+
+try:
+    import triton
+except ImportError:  # timing falls back to CUDA events
+    triton = None
+
+CONFIGS = {  # name: seqs, heads, kv heads, head size, block size, context ("r" = ragged)
+    "mha-b64-L1024": (64, 32, 32, 128, 16, 1024),
+    "mha-b64-L4096": (64, 32, 32, 128, 16, 4096),
+    "gqa-b64-L4096": (64, 32, 8, 128, 16, 4096),
+    "gqa-b8-L32768": (8, 32, 8, 128, 16, 32768),
+    "gqa-b256-L2048": (256, 32, 8, 128, 16, 2048),
+    "d256-b32-L4096": (32, 16, 8, 256, 16, 4096),
+    "d64-b64-L4096": (64, 32, 8, 64, 32, 4096),
+    "gqa-b1-L512": (1, 32, 8, 128, 16, 512),
+    "gqa-b64-ragged8192": (64, 32, 8, 128, 16, "r8192"),
+}
+
+
+def median_ms(fn, rep_ms=200):
+    if triton is not None:
+        return triton.testing.do_bench(fn, warmup=25, rep=rep_ms, return_mode="median")
+    for _ in range(5):
+        fn()
+    times = []
+    for _ in range(50):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b))
+    return sorted(times)[len(times) // 2]
+
+
+def copy_bandwidth():
+    """Device-to-device copy of 2 GiB: (bytes read + written) / time, TB/s."""
+    src = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    t = median_ms(lambda: dst.copy_(src))
+    del src, dst
+    torch.cuda.empty_cache()
+    return 2 * (2 << 30) / t / 1e9
+
+
+def make_case(seqs, heads, kv_heads, d, bs, lens, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    gd = torch.Generator(device="cuda").manual_seed(seed)  # the large tensors
+    x = 16 // torch.tensor([], dtype=dtype).element_size()
+    nb = [(n + bs - 1) // bs for n in lens]
+    nblocks = sum(nb) + 1
+    kc = (torch.randn(nblocks, kv_heads, d // x, bs, x, generator=gd, device="cuda") * 0.5
+          ).to(dtype)
+    vc = torch.randn(nblocks, kv_heads, d, bs, generator=gd, device="cuda").to(dtype)
+    perm = torch.randperm(nblocks, generator=g)
+    bt = torch.zeros(seqs, max(nb), dtype=torch.int32)
+    pos = 0
+    for i, n in enumerate(nb):
+        bt[i, :n] = perm[pos:pos + n].to(torch.int32)
+        pos += n
+    q = torch.randn(seqs, heads, d, generator=g).to(dtype).cuda()
+    return q, kc, vc, bt.cuda(), torch.tensor(lens, dtype=torch.int32, device="cuda")
+
+
+def dense(kc, vc, bt, length):
+    nb, kvh, dx, bs, x = kc.shape
+    d = dx * x
+    k = kc.permute(0, 3, 1, 2, 4).reshape(nb, bs, kvh, d)
+    v = vc.permute(0, 3, 1, 2)
+    seqs = bt.shape[0]
+    K = k[bt.long()].reshape(seqs, -1, kvh, d).permute(0, 2, 1, 3)[:, :, :length]
+    V = v[bt.long()].reshape(seqs, -1, kvh, d).permute(0, 2, 1, 3)[:, :, :length]
+    return K.contiguous(), V.contiguous()
+
+
+def reference(q, kc, vc, bt, sl, scale):
+    """float32, one sequence at a time."""
+    out = torch.empty(q.shape, dtype=torch.float32, device="cuda")
+    grp = q.shape[1] // kc.shape[1]
+    for s in range(q.shape[0]):
+        n = int(sl[s])
+        K, V = dense(kc, vc, bt[s:s + 1], n)
+        k = K[0].float().repeat_interleave(grp, 0)
+        v = V[0].float().repeat_interleave(grp, 0)
+        p = torch.softmax(torch.einsum("hd,hld->hl", q[s].float(), k) * scale, -1)
+        out[s] = torch.einsum("hl,hld->hd", p, v)
+    return out
+
+
+def lengths(spec, seqs, seed):
+    if isinstance(spec, str) and spec.startswith("r"):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randint(1, int(spec[1:]) + 1, (seqs,), generator=g).tolist()
+    return [int(spec)] * seqs
+
+
+def run_config(name, cfg, dtype, seed_fn, copy_tbs, rows, seed):
+    seqs, heads, kvh, d, bs, spec = cfg
+    lens = lengths(spec, seqs, seed)
+    q, kc, vc, bt, sl = make_case(seqs, heads, kvh, d, bs, lens, dtype, seed)
+    scale = 1 / math.sqrt(d)
+    max_len = max(lens)
+    parts = -(-max_len // 512)
+    kv_bytes = sum(lens) * kvh * d * 2 * q.element_size()
+    ref = reference(q, kc, vc, bt, sl, scale)
+    row = {"config": name, "kv_GB": kv_bytes / 1e9}
+
+    def timed(label, call, out):
+        call()
+        torch.cuda.synchronize()
+        err = ((out.float() - ref).norm() / ref.norm()).item()
+        row[label + "_err"] = err
+        if not math.isfinite(err) or err > 2e-2:
+            print(f"{name}: {label} WRONG (rel err {err:.2e}); not timed")
+            return
+        row[label + "_ms"] = median_ms(call)
+
+    def workspace(tmp_dtype):
+        es = torch.empty(seqs, heads, parts, device="cuda")
+        return es, torch.empty_like(es), torch.empty(seqs, heads, parts, d, dtype=tmp_dtype,
+                                                     device="cuda")
+
+    out = torch.full_like(q, float("nan"))
+    es, ml, tmp = workspace(torch.float32)
+    timed("ours", lambda: paged_attention_v2(out, es, ml, tmp, q, kc, vc, kvh, scale, bt, sl,
+                                             bs, max_len, None), out)
+    out_f = torch.full_like(q, float("nan"))
+    timed("ours_fixed", lambda: paged_attention_v2(out_f, es, ml, tmp, q, kc, vc, kvh, scale,
+                                                   bt, sl, bs, None, None, fixed_grid=True),
+          out_f)
+    if seed_fn is not None:
+        out_s = torch.full_like(q, float("nan"))
+        es_s, ml_s, tmp_s = workspace(dtype)
+        timed("seed", lambda: seed_fn(out_s, es_s, ml_s, tmp_s, q, kc, vc, kvh, scale, bt, sl,
+                                      bs, max_len, None), out_s)
+    if len(set(lens)) == 1:
+        K, V = dense(kc, vc, bt, max_len)
+        q4 = q[:, :, None, :]
+        o = {}
+        call = lambda: o.__setitem__("o", torch.nn.functional.scaled_dot_product_attention(
+            q4, K, V, scale=scale, enable_gqa=(heads != kvh)))
+        call()
+        torch.cuda.synchronize()
+        row["sdpa_err"] = ((o["o"][:, :, 0].float() - ref).norm() / ref.norm()).item()
+        row["sdpa_ms"] = median_ms(call)
+        del K, V
+    rows.append(row)
+    cells = []
+    for label in ("ours", "ours_fixed", "seed", "sdpa"):
+        t = row.get(label + "_ms")
+        if t:
+            tbs = row["kv_GB"] / t
+            cells.append(f"{label} {tbs:6.3f} TB/s {t:8.4f} ms {100 * tbs / copy_tbs:4.0f}%")
+    print(f"{name:22} {row['kv_GB']:7.3f} GB  " + " | ".join(cells), flush=True)
+    del q, kc, vc, bt, sl, ref
+    torch.cuda.empty_cache()
+
+
+def sweep(dtype, copy_tbs, rows, max_gb):
+    """The partition rule across batch x context x group (head size 128,
+    block 16): TB/s and % of the copy bandwidth of each point."""
+    print(f"\n{'seqs':>5} {'len':>7} {'group':>5}  {'TB/s':>7} {'ms':>9} {'% copy':>6}")
+    for group in (1, 4, 8):
+        kvh = 32 // group
+        for seqs in (1, 8, 64, 256):
+            for length in (512, 2048, 8192, 32768, 131072):
+                kv = seqs * length * kvh * 128 * 2 * 2
+                if kv > max_gb * 1e9:
+                    continue
+                q, kc, vc, bt, sl = make_case(seqs, 32, kvh, 128, 16, [length] * seqs, dtype, 7)
+                out = torch.empty_like(q)
+                parts = -(-length // 512)
+                es = torch.empty(seqs, 32, parts, device="cuda")
+                ml = torch.empty_like(es)
+                tmp = torch.empty(seqs, 32, parts, 128, device="cuda")
+                call = lambda: paged_attention_v2(out, es, ml, tmp, q, kc, vc, kvh, 0.088, bt, sl,
+                                                  16, length, None)
+                t = median_ms(call, rep_ms=50)
+                tbs = kv / t / 1e9
+                print(f"{seqs:5} {length:7} {group:5}  {tbs:7.3f} {t:9.4f} {100 * tbs / copy_tbs:6.0f}",
+                      flush=True)
+                rows.append({"seqs": seqs, "len": length, "group": group, "ms": t, "TBps": tbs})
+                del q, kc, vc, bt, sl, es, ml, tmp
+                torch.cuda.empty_cache()
+
+
+def features(dtype, copy_tbs, rows):
+    """Each feature's cost on two configs: time against the plain call (the
+    window's row also gives the bytes it reads: the last W tokens)."""
+    print(f"\n{'config':16} {'call':26} {'ms':>8} {'vs plain':>8}  TB/s of bytes read")
+    for name in ("mha-b64-L4096", "gqa-b64-L4096", "gqa-b8-L32768"):
+        seqs, heads, kvh, d, bs, length = CONFIGS[name]
+        q, kc, vc, bt, sl = make_case(seqs, heads, kvh, d, bs, [length] * seqs, dtype, 11)
+        slopes = torch.tensor([2.0 ** (-8.0 * (i + 1) / heads) for i in range(heads)],
+                              device="cuda")
+        parts = -(-length // 512)
+        out = torch.empty_like(q)
+        es = torch.empty(seqs, heads, parts, device="cuda")
+        ml, tmp = torch.empty_like(es), torch.empty(seqs, heads, parts, d, device="cuda")
+        per_token = seqs * kvh * d * 2 * q.element_size()
+        plain = None
+        for label, alibi, kw, tokens in (
+                ("plain", None, {}, length),
+                ("alibi", slopes, {}, length),
+                ("soft cap 30", None, {"logits_soft_cap": 30.0}, length),
+                ("alibi + soft cap", slopes, {"logits_soft_cap": 30.0}, length),
+                ("window 1024", None, {"sliding_window": 1024}, 1024),
+                ("window 1024 + alibi + cap", slopes,
+                 {"sliding_window": 1024, "logits_soft_cap": 30.0}, 1024)):
+            call = lambda: paged_attention_v2(out, es, ml, tmp, q, kc, vc, kvh, 1 / math.sqrt(d),
+                                              bt, sl, bs, length, alibi, **kw)
+            t = median_ms(call, rep_ms=100)
+            plain = plain or t
+            tbs = per_token * tokens / t / 1e9
+            print(f"{name:16} {label:26} {t:8.4f} {t / plain:8.3f}  {tbs:6.3f}"
+                  f" ({100 * tbs / copy_tbs:.0f}%)", flush=True)
+            rows.append({"config": name, "call": label, "ms": t, "vs_plain": t / plain,
+                         "TBps": tbs})
+        del q, kc, vc, bt, sl
+        torch.cuda.empty_cache()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", action="append", default=[])
+    ap.add_argument("--configs", default="", help="comma-separated names of the standard set")
+    ap.add_argument("--dtype", default="float16", choices=["float16", "bfloat16"])
+    ap.add_argument("--seed", default="", help="the seed's paged_attention_v2_triton.py")
+    ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--features", action="store_true")
+    ap.add_argument("--sweep-max-gb", type=float, default=4.0)
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    dtype = getattr(torch, a.dtype)
+    seed_fn = None
+    if a.seed and triton is not None:
+        spec = importlib.util.spec_from_file_location("seed_pa_v2", a.seed)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        seed_fn = mod.paged_attention_v2_triton
+    props = torch.cuda.get_device_properties(0)
+    copy_tbs = copy_bandwidth()
+    print(f"# {props.name} sm_{props.major}{props.minor}, {props.multi_processor_count} SMs, "
+          f"torch {torch.__version__}, {a.dtype}; device copy {copy_tbs:.2f} TB/s "
+          f"(read + write; % below is of this)")
+    rows = []
+    if a.sweep:
+        sweep(dtype, copy_tbs, rows, a.sweep_max_gb)
+    elif a.features:
+        features(dtype, copy_tbs, rows)
+    else:
+        configs = dict(CONFIGS)
+        names = a.configs.split(",") if a.configs else ([] if a.config else list(CONFIGS))
+        for c in a.config:  # name=seqs,heads,kv_heads,head,block,len (len "r<max>": ragged)
+            name, vals = c.split("=")
+            v = vals.split(",")
+            configs[name] = tuple(int(x) for x in v[:5]) + (v[5],)
+            names.append(name)
+        for i, name in enumerate(names):
+            run_config(name, configs[name], dtype, seed_fn, copy_tbs, rows, 1000 + i)
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump({"device": props.name, "dtype": a.dtype, "copy_TBps": copy_tbs,
+                       "rows": rows}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
