@@ -11,7 +11,8 @@ sm_70 and f32 caches use the SIMT kernel (tiles 1, 2, 4, and 8 for f32 up to
 head size 128).
 
 * library:  what the build packages for the runtime: every dtype x head size
-            x block size x tile.
+            x block size x tile x tmp_output dtype, each lean and _ext
+            (ALiBi / soft cap): 660 sm_70, 444 sm_80, 444 sm_90 bundles.
 * covering: a smaller set in which every value of every dimension appears,
             with the corner pairs — what CI assembles with ptxas.
 * full:     the whole product, behind the opt-in target.
