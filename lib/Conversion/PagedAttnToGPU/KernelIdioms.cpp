@@ -32,6 +32,16 @@ Value mlir::paged_attn::loadVector(ImplicitLocOpBuilder &b, Value memref,
                                 llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
 }
 
+Value mlir::paged_attn::slidingWindowStart(ImplicitLocOpBuilder &b,
+                                          Value seqLen, Value window) {
+  Value w = toIndex(b, window);
+  Value windowed = arith::AndIOp::create(
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, w, cIdx(b, 0)),
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, seqLen, w));
+  return arith::SelectOp::create(b, windowed, arith::SubIOp::create(b, seqLen, w),
+                                 cIdx(b, 0));
+}
+
 SmallVector<Value> mlir::paged_attn::toF32Scalars(ImplicitLocOpBuilder &b,
                                                   Value vec) {
   auto type = cast<VectorType>(vec.getType());

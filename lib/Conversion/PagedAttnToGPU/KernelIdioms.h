@@ -18,6 +18,9 @@ Value cIdx(ImplicitLocOpBuilder &b, int64_t v);
 Value cF32(ImplicitLocOpBuilder &b, float v);
 /// An i32 kernel argument (or loaded i32) as an index.
 Value toIndex(ImplicitLocOpBuilder &b, Value i32);
+/// The sliding window's first token, max(seqLen - window, 0) (index), for
+/// the i32 kernel parameter `window` (0: no window, the result is 0).
+Value slidingWindowStart(ImplicitLocOpBuilder &b, Value seqLen, Value window);
 
 /// Loads `n` elements at `memref[offset]` as one vector with the alignment
 /// of its size (16 bytes for the cache and query chunks): one ld.global.v4.

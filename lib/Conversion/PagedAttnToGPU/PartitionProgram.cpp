@@ -160,13 +160,7 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
   }
 
   // The sliding window's first token: max(seq_len - window, 0), 0 without.
-  Value window = toIndex(b, slidingWindow);
-  Value windowed = arith::AndIOp::create(
-      b,
-      arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, window, cIdx(b, 0)),
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, seqLen, window));
-  Value windowStart = arith::SelectOp::create(
-      b, windowed, arith::SubIOp::create(b, seqLen, window), cIdx(b, 0));
+  Value windowStart = slidingWindowStart(b, seqLen, slidingWindow);
 
   auto setRange = [&](Value start, Value end) {
     partStart = start;

@@ -83,16 +83,8 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
   Value parts = arith::CeilDivUIOp::create(b, seqLen, toIndex(b, partTokens));
   // The window's first token max(seq_len - W, 0) (W = 0: none) and its
   // partition: the first one with a result.
-  Value window = toIndex(b, slidingWindow);
-  Value windowed = arith::AndIOp::create(
-      b,
-      arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, window, cIdx(b, 0)),
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, seqLen, window));
-  Value firstPart = arith::SelectOp::create(
-      b, windowed,
-      arith::DivUIOp::create(b, arith::SubIOp::create(b, seqLen, window),
-                             toIndex(b, partTokens)),
-      cIdx(b, 0));
+  Value firstPart = arith::DivUIOp::create(
+      b, slidingWindowStart(b, seqLen, slidingWindow), toIndex(b, partTokens));
   Value row = arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
                                     head);
   Value statBase = arith::MulIOp::create(b, row, toIndex(b, maxPartsArg));

@@ -69,7 +69,8 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // start at the sliding window's first partition (%[[RW]]).
 // CHECK: gpu.func @pa_f16_d128_b16_h4_reduce(%{{.*}}: memref<1099511627776xf16>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xi32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[RW:.*]]: i32) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // CHECK: %[[W:.*]] = arith.index_cast %[[RW]] : i32 to index
-// CHECK: %[[FIRST:.*]] = arith.select %{{.*}}, %{{.*}}, %c0{{.*}} : index
+// CHECK: %[[START:.*]] = arith.select %{{.*}}, %{{.*}}, %c0{{.*}} : index
+// CHECK: %[[FIRST:.*]] = arith.divui %[[START]], %{{.*}} : index
 // CHECK: %[[LB:.*]] = arith.addi %[[FIRST]], %{{.*}} : index
 // CHECK: scf.for %{{.*}} = %[[LB]] to {{.*}} -> (f32, f32)
 // CHECK-COUNT-5: gpu.shuffle xor
