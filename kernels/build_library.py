@@ -26,7 +26,8 @@ import variants  # noqa: E402
 def variant_mlir(v):
     """A memref-form decode_v2 whose types select the variant."""
     t, d, bs, h = v["dtype"], v["head_size"], v["block_size"], v["heads_per_program"]
-    x = 16 // variants.BYTES[t]
+    c = v.get("cache", t)  # the cache's element type: the query's, or fp8
+    x = 16 // variants.BYTES[c]
     tmp = v.get("tmp_dtype", "f32")
     heads, kv = h, 1
     # An _ext variant (ALiBi and soft cap compiled in) is asked for by an op
@@ -34,13 +35,15 @@ def variant_mlir(v):
     ext = v.get("ext", False)
     alibi = f" alibi_slopes(%slopes : memref<{heads}xf32>)" if ext else ""
     cap = ", logits_soft_cap = 30.0 : f32" if ext else ""
-    return f"""func.func @variant(%q: memref<?x{heads}x{d}x{t}>, %kc: memref<?x{kv}x{d // x}x{bs}x{x}x{t}>,
-    %vc: memref<?x{kv}x{d}x{bs}x{t}>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
-    %slopes: memref<{heads}xf32>,
+    # fp8 caches take their scales; their values are run-time parameters.
+    scales = " kv_scales(%ks, %vs)" if c != t else ""
+    return f"""func.func @variant(%q: memref<?x{heads}x{d}x{t}>, %kc: memref<?x{kv}x{d // x}x{bs}x{x}x{c}>,
+    %vc: memref<?x{kv}x{d}x{bs}x{c}>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
+    %slopes: memref<{heads}xf32>, %ks: f32, %vs: f32,
     %out: memref<?x{heads}x{d}x{t}>, %es: memref<?x{heads}x?xf32>, %ml: memref<?x{heads}x?xf32>,
     %tmp: memref<?x{heads}x?x{d}x{tmp}>) {{
   paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x{heads}x{d}x{t}>,
-      memref<?x{kv}x{d // x}x{bs}x{x}x{t}>, memref<?x{kv}x{d}x{bs}x{t}>, memref<?x?xi32>, memref<?xi32>){alibi}
+      memref<?x{kv}x{d // x}x{bs}x{x}x{c}>, memref<?x{kv}x{d}x{bs}x{c}>, memref<?x?xi32>, memref<?xi32>){alibi}{scales}
       outs(%out : memref<?x{heads}x{d}x{t}>)
       workspace(%es, %ml, %tmp : memref<?x{heads}x?xf32>, memref<?x{heads}x?xf32>, memref<?x{heads}x?x{d}x{tmp}>)
       {{scale = 1.0 : f32{cap}}}

@@ -22,35 +22,50 @@ import itertools
 DTYPES = ["f16", "bf16", "f32"]
 HEAD_SIZES = [64, 80, 96, 112, 128, 192, 256]
 BLOCK_SIZES = [8, 16, 32]
-BYTES = {"f16": 2, "bf16": 2, "f32": 4}
+BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f8E4M3FN": 1, "f8E5M2": 1}
 
 
 def sm(chip):
     return int(chip[3:].rstrip("a"))
 
 
-def uses_mma(dtype, chip):
-    """The rule of KernelPlan.cpp: tensor cores from sm_80 for 16-bit caches."""
-    return dtype != "f32" and sm(chip) >= 80
+FP8_CACHES = ["f8E4M3FN", "f8E5M2"]
+# fp8 caches: 16- bit queries, bundles for sm_70 (software conversion, also
+# what sm_80 runs through the JIT: it has no fp8 conversion either) and sm_90
+# (cvt.rn.f16x2.e4m3x2 / e5m2x2).
+FP8_DTYPES = ["f16", "bf16"]
+FP8_CHIPS = ["sm_70", "sm_90"]
 
 
-def tiles(dtype, head_size, chip):
+def uses_mma(dtype, chip, cache=None):
+    """The rule of KernelPlan.cpp: tensor cores from sm_80 for 16-bit caches
+    of the query's type."""
+    return (cache or dtype) == dtype and dtype != "f32" and sm(chip) >= 80
+
+
+def tiles(dtype, head_size, chip, cache=None):
     """GQA tiles compiled for a chip. Tensor cores: 8 heads (one n8 block),
     16 up to head size 128. SIMT: the register budget allows 8 heads per
-    program for f32 up to head size 128, 4 otherwise."""
-    if uses_mma(dtype, chip):
+    program for f32 up to head size 128, 4 otherwise; fp8 caches get 1 and
+    4 (a group of 2 runs the 4-head tile with two heads masked)."""
+    if uses_mma(dtype, chip, cache):
         return [8, 16] if head_size <= 128 else [8]
+    if (cache or dtype) in FP8_CACHES:
+        return [1, 4]
     return [1, 2, 4, 8] if dtype == "f32" and head_size <= 128 else [1, 2, 4]
 
 
 def name(v, chip):
-    n = f"{v['dtype']}_d{v['head_size']}_b{v['block_size']}_h{v['heads_per_program']}"
+    n = v["dtype"]
+    if v.get("cache", v["dtype"]) != v["dtype"]:
+        n += f"_kv{v['cache']}"
+    n += f"_d{v['head_size']}_b{v['block_size']}_h{v['heads_per_program']}"
     tmp = v.get("tmp_dtype", "f32")
     if tmp != "f32":
         n += f"_tmp{tmp}"
     if v.get("ext"):
         n += "_ext"
-    return n + "_mma" if uses_mma(v["dtype"], chip) else n
+    return n + "_mma" if uses_mma(v["dtype"], chip, v.get("cache")) else n
 
 
 def full(chip):
@@ -65,6 +80,21 @@ def full(chip):
                 for ext in (False, True):
                     out.append(dict(dtype=t, head_size=d, block_size=b, heads_per_program=h,
                                     tmp_dtype=tmp, ext=ext))
+    if chip in FP8_CHIPS:
+        out += fp8(chip)
+    return out
+
+
+def fp8(chip):
+    """fp8 caches: each with the 16-bit queries x head size x block size x
+    tile; tmp_output in f32 (lean and _ext) and in the query's type (lean:
+    vLLM's convention for plain calls)."""
+    out = []
+    for c, t, d, b in itertools.product(FP8_CACHES, FP8_DTYPES, HEAD_SIZES, BLOCK_SIZES):
+        for h in tiles(t, d, chip, c):
+            for tmp, ext in (("f32", False), ("f32", True), (t, False)):
+                out.append(dict(dtype=t, cache=c, head_size=d, block_size=b,
+                                heads_per_program=h, tmp_dtype=tmp, ext=ext))
     return out
 
 
@@ -91,6 +121,16 @@ def covering(chip):
     for t, d, b in itertools.product(DTYPES, [64, 128, 256], [8, 32]):
         out.append(dict(dtype=t, head_size=d, block_size=b, heads_per_program=large(t, d),
                         ext=True))
+    # fp8 caches (their chips): every head size with each cache type, and the
+    # corners of block size, tile and _ext.
+    if chip in FP8_CHIPS:
+        for c, d in itertools.product(FP8_CACHES, HEAD_SIZES):
+            out.append(dict(dtype="f16", cache=c, head_size=d, block_size=16,
+                            heads_per_program=4))
+        for c, t, d, b, h in itertools.product(FP8_CACHES, FP8_DTYPES, [64, 256], [8, 32],
+                                               [1, 4]):
+            out.append(dict(dtype=t, cache=c, head_size=d, block_size=b, heads_per_program=h,
+                            ext=h == 4))
     seen, uniq = set(), []
     for v in out:
         if name(v, chip) not in seen:

@@ -91,11 +91,15 @@ std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
     << " smem 0\n";
   // The _ext variants take ALiBi and the logits soft cap; every variant the
   // sliding window (KernelBuilders.h).
+  // fp8 caches add their scales (scalars, or two floats on the device).
   bool ext = cast<BoolAttr>(key.get("ext_logits")).getValue();
+  Type cacheType = cast<TypeAttr>(key.get("cache_dtype")).getValue();
+  bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(cacheType);
   for (StringRef role : {"partition", "onepass"})
     m << "params " << role << " " << kPartitionParams
       << (ext ? " alibi_slopes has_alibi sliding_window logits_soft_cap"
               : " sliding_window")
+      << (fp8 ? " k_scale v_scale k_scale_ptr v_scale_ptr scales_on_device" : "")
       << "\n";
   m << "params reduce " << kReduceParams << "\n"
     << "grid partition num_partitions "

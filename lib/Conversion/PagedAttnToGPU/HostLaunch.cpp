@@ -105,10 +105,6 @@ LogicalResult checkLowerable(DecodeV2Op op,
          "paged-attn-materialize-workspace and one-shot-bufferize)");
     return failure();
   }
-  if (op.getKScale()) {
-    fail("fp8 KV caches (kv_scales) are not supported by the lowering yet");
-    return failure();
-  }
   if (!op.hasWorkspace()) {
     fail("needs a workspace (exp_sums, max_logits, tmp_output); "
          "paged-attn-materialize-workspace adds one to the tensor form");
@@ -207,6 +203,11 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
           rewriter.getF32FloatAttr(op.getLogitsSoftCap()
                                        ? op.getLogitsSoftCap()->convertToFloat()
                                        : 0.0f)));
+    // fp8 caches: the op's scalar scales; the scale pointers are stand-ins
+    // (never read with scales_on_device = 0).
+    if (plan->fp8Cache())
+      partitionArgs.append({op.getKScale(), op.getVScale(), partitionArgs[6],
+                            partitionArgs[6], i32(0)});
     SmallVector<Value> reduceArgs{partitionArgs[5], partitionArgs[6],
                                   partitionArgs[7], partitionArgs[8],
                                   partitionArgs[4], i32(heads),

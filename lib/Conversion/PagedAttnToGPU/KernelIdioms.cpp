@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -43,7 +44,7 @@ Value mlir::paged_attn::slidingWindowStart(ImplicitLocOpBuilder &b,
 }
 
 SmallVector<Value> mlir::paged_attn::toF32Scalars(ImplicitLocOpBuilder &b,
-                                                  Value vec) {
+                                                  Value vec, bool fp8Hardware) {
   auto type = cast<VectorType>(vec.getType());
   int64_t n = type.getNumElements();
   Type f32 = b.getF32Type();
@@ -60,6 +61,50 @@ SmallVector<Value> mlir::paged_attn::toF32Scalars(ImplicitLocOpBuilder &b,
         arith::ConstantOp::create(b, DenseElementsAttr::get(
                                          i32, b.getI32IntegerAttr(16))));
     wide = arith::BitcastOp::create(b, VectorType::get({n}, f32), sh);
+  } else if (isa<Float8E4M3FNType, Float8E5M2Type>(type.getElementType())) {
+    auto i8 = VectorType::get({n}, b.getI8Type());
+    Value bytes = arith::BitcastOp::create(b, i8, vec);
+    if (fp8Hardware) {
+      // cvt.rn.f16x2.{e4m3x2,e5m2x2} (sm_89 and newer): exact, two at a
+      // time, then f16 to f32.
+      SmallVector<Value> out;
+      auto f16x2 = VectorType::get({2}, b.getF16Type());
+      for (int64_t i = 0; i < n; i += 2) {
+        Value pair = vector::ShuffleOp::create(b, bytes, bytes,
+                                               ArrayRef<int64_t>{i, i + 1});
+        Value h = NVVM::ConvertF8x2ToF16x2Op::create(
+            b, f16x2, pair, b.getBoolAttr(false),
+            TypeAttr::get(type.getElementType()));
+        for (int64_t k = 0; k < 2; ++k)
+          out.push_back(arith::ExtFOp::create(
+              b, f32,
+              vector::ExtractOp::create(b, h, ArrayRef<int64_t>{k}).getResult()));
+      }
+      return out;
+    }
+    // Software (every chip): fp8 to f16 bits by shifts, then f16 to f32
+    // (exact, subnormals too). e5m2 is the top byte of an f16; e4m3's 7
+    // exponent/mantissa bits sit under f16's sign shifted by 7, i.e. the
+    // value / 2^8 (the caller folds KernelPlan::cacheFactor into its scales).
+    auto i16 = VectorType::get({n}, b.getI16Type());
+    auto c16 = [&](int64_t v) {
+      return arith::ConstantOp::create(
+          b, DenseElementsAttr::get(i16, b.getI16IntegerAttr(v)));
+    };
+    Value bits = arith::ExtUIOp::create(b, i16, bytes);
+    Value half;
+    if (isa<Float8E5M2Type>(type.getElementType())) {
+      half = arith::ShLIOp::create(b, bits, c16(8));
+    } else {
+      Value mag = arith::ShLIOp::create(
+          b, arith::AndIOp::create(b, bits, c16(0x7f)), c16(7));
+      Value sign = arith::ShLIOp::create(
+          b, arith::AndIOp::create(b, bits, c16(0x80)), c16(8));
+      half = arith::OrIOp::create(b, mag, sign);
+    }
+    Value f16 = arith::BitcastOp::create(
+        b, VectorType::get({n}, b.getF16Type()), half);
+    wide = arith::ExtFOp::create(b, VectorType::get({n}, f32), f16);
   } else if (!type.getElementType().isF32()) {
     wide = arith::ExtFOp::create(b, VectorType::get({n}, f32), vec);
   }

@@ -27,8 +27,10 @@ Value slidingWindowStart(ImplicitLocOpBuilder &b, Value seqLen, Value window);
 Value loadVector(ImplicitLocOpBuilder &b, Value memref, Value offset,
                  int64_t n);
 /// Converts a loaded vector to fp32 scalars (bf16 by a 16-bit shift, f16 by
-/// cvt, f32 as is).
-SmallVector<Value> toF32Scalars(ImplicitLocOpBuilder &b, Value vec);
+/// cvt, f32 as is; fp8 by cvt.f16x2 where `fp8Hardware` (sm_89+), else by
+/// shifts, e4m3 then being 2^-8 of its value: KernelPlan::cacheFactor).
+SmallVector<Value> toF32Scalars(ImplicitLocOpBuilder &b, Value vec,
+                                bool fp8Hardware = false);
 /// Converts an fp32 scalar to `type` (round to nearest even).
 Value fromF32(ImplicitLocOpBuilder &b, Value f32, Type type);
 

@@ -92,6 +92,7 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
   bool mmaTypes = p.cacheType == p.elemType &&
                   (p.cacheType.isF16() || p.cacheType.isBF16());
   bool mmaChip = sm >= 80;
+  p.fp8Hardware = p.fp8Cache() && sm >= 89;
   if (options.kernel == "mma") {
     if (!mmaChip || !mmaTypes)
       return op.emitOpError("kernel=mma needs sm_80 or newer (got ")
@@ -153,12 +154,18 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
   if (!llvm::isPowerOf2_64(p.headsPerProgram) || p.headsPerProgram > 16)
     return op.emitOpError("heads-per-program (")
            << p.headsPerProgram << ") must be a power of two up to 16";
-  int64_t padded = llvm::PowerOf2Ceil(p.chunks);
+  // A lane holds pieces of a token's key of at most 8 elements (16 bytes,
+  // or 8 for fp8, whose 16-element chunks would need twice the registers).
+  p.pieceElems = std::min<int64_t>(p.keyPack, 8);
+  p.pieces = p.headSize / p.pieceElems;
+  int64_t padded = llvm::PowerOf2Ceil(p.pieces);
   p.lanesPerToken = std::min<int64_t>(padded, 32);
   p.groups = 32 / p.lanesPerToken;
-  p.chunksPerLane = padded / p.lanesPerToken;
-  // A value row's 16-byte chunk holds keyPack tokens of one block.
-  p.groupTokens = p.keyPack;
+  p.piecesPerLane = padded / p.lanesPerToken;
+  // A lane group owns the tokens of one value-row load per step: keyPack
+  // (16 bytes) for 16- and 32-bit caches, 8 (8 bytes) for fp8, whose 16
+  // tokens' scores would not fit the registers.
+  p.groupTokens = p.pieceElems;
   if (p.blockSize % p.groupTokens != 0)
     return op.emitOpError("block_size ")
            << p.blockSize << " is smaller than one 16-byte value chunk ("

@@ -12,6 +12,7 @@
 
 #include "PagedAttn/Conversion/PagedAttnToGPU/PagedAttnToGPU.h"
 
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Types.h"
 #include "mlir/Support/LLVM.h"
 #include <string>
@@ -30,10 +31,12 @@ enum class KernelKind {
 };
 
 /// SIMT lane mapping (one warp, 32 lanes). A token's key is `chunks` 16-byte
-/// chunks of `keyPack` elements; `lanesPerToken` lanes (a lane group) share
-/// a token, each holding `chunksPerLane` of its chunks, so a warp has
-/// `groups = 32 / lanesPerToken` lane groups. A group owns `groupTokens`
-/// consecutive tokens per step — exactly one 16-byte chunk of a value row —
+/// chunks of `keyPack` elements, read as `pieces` pieces of `pieceElems`
+/// (a whole chunk, or half of an fp8 one); `lanesPerToken` lanes (a lane
+/// group) share a token, each holding `piecesPerLane` of its pieces, so a
+/// warp has `groups = 32 / lanesPerToken` lane groups. A group owns
+/// `groupTokens` consecutive tokens per step — exactly one load of a value
+/// row (16 bytes; 8 for fp8) —
 /// so the scores a group computes for K are the weights it needs for V and
 /// no value crosses lanes inside the token loop. A warp step consumes
 /// `tokenStep = groups * groupTokens` tokens.
@@ -64,12 +67,28 @@ struct KernelPlan {
   int64_t chunks;        // head_size / x
   int64_t lanesPerToken; // power of two <= 32
   int64_t groups;        // 32 / lanesPerToken
-  int64_t chunksPerLane; // key chunks a lane holds per token
-  int64_t groupTokens;   // tokens a lane group owns per step (= x)
+  int64_t pieceElems;    // elements of a key piece: min(x, 8)
+  int64_t pieces;        // head_size / pieceElems
+  int64_t piecesPerLane; // key pieces a lane holds per token
+  int64_t groupTokens;   // tokens a lane group owns per step (= pieceElems)
   int64_t tokenStep;     // tokens a warp consumes per step
   int64_t dimsPerLane;   // value rows (head dims) a lane accumulates
 
   int64_t threads() const { return warps * 32; }
+  /// An fp8 cache (f8E4M3FN or f8E5M2): dequantized in registers, with the
+  /// k_scale / v_scale parameters.
+  bool fp8Cache() const {
+    return isa<Float8E4M3FNType, Float8E5M2Type>(cacheType);
+  }
+  /// fp8 caches are widened by cvt.rn.f16x2.e4m3x2/e5m2x2 (sm_89 and
+  /// newer) instead of integer shifts.
+  bool fp8Hardware = false;
+  /// What the in-register widening of a cache element leaves out: the
+  /// software path widens e4m3 through f16 bits without rebiasing its
+  /// exponent (value / 2^8), so 2^8 joins k_scale and v_scale.
+  float cacheFactor() const {
+    return isa<Float8E4M3FNType>(cacheType) && !fp8Hardware ? 256.0f : 1.0f;
+  }
   bool usesMma() const { return kind == KernelKind::Mma; }
   /// f32 words of workgroup memory for the cross-warp merge (the epilogue
   /// layout: acc[warp][head][dim], m[warp][head], l[warp][head]).

@@ -104,16 +104,16 @@ void SimtPartitionBuilder::loadQuery(ImplicitLocOpBuilder &b) {
         arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
                               safeHead),
         cIdx(b, plan.headSize));
-    for (int64_t i = 0; i < plan.chunksPerLane; ++i) {
-      auto [chunk, inRange] = laneItem(b, i, plan.chunks);
+    for (int64_t i = 0; i < plan.piecesPerLane; ++i) {
+      auto [piece, inRange] = laneItem(b, i, plan.pieces);
       Value ofs = arith::AddIOp::create(
-          b, row, arith::MulIOp::create(b, chunk, cIdx(b, plan.keyPack)));
+          b, row, arith::MulIOp::create(b, piece, cIdx(b, plan.pieceElems)));
       SmallVector<Value> vals =
-          toF32Scalars(b, loadVector(b, query, ofs, plan.keyPack));
+          toF32Scalars(b, loadVector(b, query, ofs, plan.pieceElems));
       for (Value &v : vals) {
         v = arith::MulFOp::create(b, v, qScale);
-        if ((i + 1) * plan.lanesPerToken > plan.chunks) // lanes past the
-                                                          // last chunk add 0
+        if ((i + 1) * plan.lanesPerToken > plan.pieces) // lanes past the
+                                                          // last piece add 0
           v = arith::SelectOp::create(b, inRange, v, cF32(b, 0.0f));
       }
       q[g].push_back(std::move(vals));
@@ -180,22 +180,34 @@ SoftmaxState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b,
       b, arith::MulIOp::create(b, phys, blockStride), kvHeadOffset);
 
   // Issue every load of the step before any arithmetic: 16 bytes each.
-  SmallVector<SmallVector<Value>> keys; // [chunk i][token j] vectors
-  for (int64_t i = 0; i < plan.chunksPerLane; ++i) {
-    Value chunk = laneItem(b, i, plan.chunks).first;
-    // key_cache[phys, kvh, chunk, slot + j, :]
+  SmallVector<SmallVector<Value>> keys; // [piece i][token j] vectors
+  const int64_t perChunk = x / plan.pieceElems;
+  for (int64_t i = 0; i < plan.piecesPerLane; ++i) {
+    Value piece = laneItem(b, i, plan.pieces).first;
+    Value chunk = piece, within = cIdx(b, 0);
+    if (perChunk > 1) {
+      chunk = arith::DivUIOp::create(b, piece, cIdx(b, perChunk));
+      within = arith::MulIOp::create(
+          b, arith::RemUIOp::create(b, piece, cIdx(b, perChunk)),
+          cIdx(b, plan.pieceElems));
+    }
+    // key_cache[phys, kvh, chunk, slot + j, within : within + pieceElems]
     Value rowOfs = arith::AddIOp::create(
         b, base,
-        arith::MulIOp::create(
+        arith::AddIOp::create(
             b,
-            arith::AddIOp::create(
-                b, arith::MulIOp::create(b, chunk, cIdx(b, plan.blockSize)),
-                slot),
-            cIdx(b, x)));
+            arith::MulIOp::create(
+                b,
+                arith::AddIOp::create(
+                    b, arith::MulIOp::create(b, chunk, cIdx(b, plan.blockSize)),
+                    slot),
+                cIdx(b, x)),
+            within));
     keys.emplace_back();
     for (int64_t j = 0; j < tokens; ++j)
-      keys.back().push_back(loadVector(
-          b, keyCache, arith::AddIOp::create(b, rowOfs, cIdx(b, j * x)), x));
+      keys.back().push_back(
+          loadVector(b, keyCache, arith::AddIOp::create(b, rowOfs, cIdx(b, j * x)),
+                     plan.pieceElems));
   }
   SmallVector<Value> values; // [dim j] vectors of `tokens` tokens
   for (int64_t j = 0; j < plan.dimsPerLane; ++j) {
@@ -226,13 +238,13 @@ SoftmaxState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b,
   // and consumed by every head, to keep few fp32 copies live.
   SmallVector<SmallVector<Value>> scores(heads, SmallVector<Value>(tokens));
   for (int64_t j = 0; j < tokens; ++j) {
-    SmallVector<SmallVector<Value>> key; // [chunk i][element e]
-    for (int64_t i = 0; i < plan.chunksPerLane; ++i)
-      key.push_back(toF32Scalars(b, keys[i][j]));
+    SmallVector<SmallVector<Value>> key; // [piece i][element e]
+    for (int64_t i = 0; i < plan.piecesPerLane; ++i)
+      key.push_back(toF32Scalars(b, keys[i][j], plan.fp8Hardware));
     for (int64_t g = 0; g < heads; ++g) {
       Value s = cF32(b, 0.0f);
-      for (int64_t i = 0; i < plan.chunksPerLane; ++i)
-        for (int64_t e = 0; e < x; ++e)
+      for (int64_t i = 0; i < plan.piecesPerLane; ++i)
+        for (int64_t e = 0; e < plan.pieceElems; ++e)
           s = fma(b, q[g][i][e], key[i][e], s);
       scores[g][j] = s;
     }
@@ -277,7 +289,7 @@ SoftmaxState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b,
 
   // Weighted values: one head dim's chunk widened at a time.
   for (int64_t j = 0; j < plan.dimsPerLane; ++j) {
-    SmallVector<Value> v = toF32Scalars(b, values[j]);
+    SmallVector<Value> v = toF32Scalars(b, values[j], plan.fp8Hardware);
     if (masked) // garbage outside the range must not meet a zero weight
       for (int64_t t = 0; t < tokens; ++t)
         v[t] = arith::SelectOp::create(b, valid[t], v[t], cF32(b, 0.0f));

@@ -37,6 +37,9 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
   args.push_back(i32); // sliding_window
   if (plan.extLogits) // logits_soft_cap
     args.push_back(f32);
+  if (plan.fp8Cache()) // k_scale, v_scale, k_scale_ptr, v_scale_ptr,
+                       // scales_on_device
+    args.append({f32, f32, f32Flat, f32Flat, i32});
   auto sharedType = MemRefType::get(
       {plan.sharedFloats()}, f32, MemRefLayoutAttrInterface{},
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
@@ -70,6 +73,36 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
 
   ImplicitLocOpBuilder b(loc, ctx);
   b.setInsertionPointToStart(&entry);
+  if (plan.fp8Cache()) {
+    // The dequantization scales: scalar arguments, or read on the device
+    // (scales_on_device bit 0: k_scale_ptr[0], bit 1: v_scale_ptr[0]) so a
+    // CUDA graph can change them. k_scale joins the query's scale
+    // (q . (ks k) = (ks q) . k), v_scale the partition's output; both carry
+    // the factor the in-register widening leaves out.
+    unsigned at = plan.extLogits ? 19 : 16;
+    auto pick = [&](unsigned scalar, unsigned ptr, int64_t bit) -> Value {
+      Value flag = arith::AndIOp::create(
+          b, arg(at + 4), arith::ConstantIntOp::create(b, bit, 32));
+      Value onDevice = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::ne, flag,
+          arith::ConstantIntOp::create(b, 0, 32));
+      auto ifOp = scf::IfOp::create(b, TypeRange{f32}, onDevice,
+                                    /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        scf::YieldOp::create(
+            b, ValueRange{memref::LoadOp::create(b, arg(ptr),
+                                                 ValueRange{cIdx(b, 0)})});
+        b.setInsertionPointToStart(ifOp.elseBlock());
+        scf::YieldOp::create(b, ValueRange{arg(scalar)});
+      }
+      return arith::MulFOp::create(b, ifOp.getResult(0),
+                                   cF32(b, plan.cacheFactor()));
+    };
+    scale = arith::MulFOp::create(b, scale, pick(at, at + 2, 1));
+    valueScale = pick(at + 1, at + 3, 2);
+  }
   emitBody(b);
   gpu::ReturnOp::create(b);
   return func;
@@ -251,6 +284,8 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
       acc = fma(b, load(accIndex(b, cIdx(b, w), g, dim)), f, acc);
     }
     Value result = arith::DivFOp::create(b, acc, sum);
+    if (valueScale) // fp8: v_scale (with the cache factor)
+      result = arith::MulFOp::create(b, result, valueScale);
     Value row = arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
                                       head);
     if (onePass) {

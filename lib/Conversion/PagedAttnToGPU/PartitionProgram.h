@@ -96,6 +96,9 @@ protected:
       partEnd, rangeStart, stepBase, blockRow, kvHeadOffset, blockStride;
   // Soft cap: enabled flag, C = cap * log2(e) and 2 log2(e) / C.
   Value capOn, capLog2, capInvScale;
+  // fp8 caches: `scale` above already includes k_scale; the factor for the
+  // partition's output (v_scale), null otherwise.
+  Value valueScale;
 
 private:
   void emitBody(ImplicitLocOpBuilder &b);

@@ -3,18 +3,6 @@
 // What the lowering does not support yet is refused with a diagnostic
 // naming it; nothing is lowered silently wrong.
 
-func.func @fp8(%q: memref<?x8x128xf16>, %kc: memref<?x8x8x16x16xf8E4M3FN>, %vc: memref<?x8x128x16xf8E4M3FN>,
-    %bt: memref<?x?xi32>, %sl: memref<?xi32>, %ks: f32, %vs: f32, %out: memref<?x8x128xf16>,
-    %es: memref<?x8x?xf32>, %ml: memref<?x8x?xf32>, %tmp: memref<?x8x?x128xf32>) {
-  // expected-error @+1 {{fp8 KV caches (kv_scales) are not supported by the lowering yet}}
-  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x8x128xf16>, memref<?x8x8x16x16xf8E4M3FN>, memref<?x8x128x16xf8E4M3FN>, memref<?x?xi32>, memref<?xi32>)
-      kv_scales(%ks, %vs) outs(%out : memref<?x8x128xf16>)
-      workspace(%es, %ml, %tmp : memref<?x8x?xf32>, memref<?x8x?xf32>, memref<?x8x?x128xf32>) {scale = 1.0 : f32}
-  return
-}
-
-// -----
-
 func.func @tensor_form(%q: tensor<?x8x128xf16>, %kc: tensor<?x8x16x16x8xf16>, %vc: tensor<?x8x128x16xf16>,
     %bt: tensor<?x?xi32>, %sl: tensor<?xi32>, %out: tensor<?x8x128xf16>) -> tensor<?x8x128xf16> {
   // expected-error @+1 {{expects the memref form: bufferize first}}

@@ -1,0 +1,70 @@
+// RUN: pa-opt %s -convert-paged-attn-to-gpu="chip=sm_70" | FileCheck %s --check-prefixes=CHECK,SW
+// RUN: pa-opt %s -convert-paged-attn-to-gpu="chip=sm_90" | FileCheck %s --check-prefixes=CHECK,HW
+// RUN: sed s/f8E4M3FN/f8E5M2/g %s | pa-opt -convert-paged-attn-to-gpu="chip=sm_70" | FileCheck %s --check-prefix=E5M2
+
+// fp8 KV caches (x = 16) run on the SIMT kernel on every chip. The op's
+// scales reach the kernel as scalars with the device-pointer path off; k_scale
+// joins the query's scale, v_scale the partition's output. sm_70 widens
+// e4m3 by shifts into f16 bits (value / 2^8: the factor 256 joins both
+// scales); sm_89+ uses cvt.rn.f16x2.e4m3x2 (no factor). A lane reads 8-byte
+// halves of a key chunk (16 lanes per d128 token) and 8-token value loads.
+
+// CHECK-LABEL: func.func @e4m3
+// CHECK-SAME: %[[KS:[^:]*]]: f32, %[[VS:[^:]*]]: f32
+// CHECK: gpu.launch_func @pa_f16_kvf8E4M3FN_d128_b16_h4::@pa_f16_kvf8E4M3FN_d128_b16_h4_onepass
+// CHECK-SAME: %c0_i32 : i32, %[[KS]] : f32, %[[VS]] : f32, %[[P:.*]] : memref<1099511627776xf32>, %[[P]] : memref<1099511627776xf32>, %[[OFF:.*]] : i32)
+// CHECK: gpu.launch_func @pa_f16_kvf8E4M3FN_d128_b16_h4::@pa_f16_kvf8E4M3FN_d128_b16_h4_partition
+// CHECK-SAME: %[[KS]] : f32, %[[VS]] : f32,
+// CHECK: gpu.launch_func @pa_f16_kvf8E4M3FN_d128_b16_h4::@pa_f16_kvf8E4M3FN_d128_b16_h4_reduce
+
+// CHECK: gpu.module @pa_f16_kvf8E4M3FN_d128_b16_h4 attributes {paged_attn.variant = {block_size = 16 : i64, cache_dtype = f8E4M3FN, dtype = f16, ext_logits = false, head_size = 128 : i64, heads_per_program = 4 : i64, shared_bytes = 8320 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+// CHECK: gpu.func @pa_f16_kvf8E4M3FN_d128_b16_h4_partition(%{{.*}}, %[[SCALE:arg9]]: f32, {{.*}}, %[[WIN:arg15]]: i32, %[[K:arg16]]: f32, %[[V:arg17]]: f32, %[[KP:arg18]]: memref<1099511627776xf32>, %[[VP:arg19]]: memref<1099511627776xf32>, %[[ON:arg20]]: i32)
+// Bit 0: k_scale from the device; bit 1: v_scale.
+// CHECK: %[[B0:.*]] = arith.andi %[[ON]], %c1_i32
+// CHECK: %[[D0:.*]] = arith.cmpi ne, %[[B0]]
+// CHECK: %[[KSEL:.*]] = scf.if %[[D0]] -> (f32) {
+// CHECK:   memref.load %[[KP]][%{{.*}}]
+// CHECK: } else {
+// CHECK:   scf.yield %[[K]] : f32
+// SW: %[[F:.*]] = arith.constant 2.560000e+02 : f32
+// SW: %[[KF:.*]] = arith.mulf %[[KSEL]], %[[F]] : f32
+// SW: arith.mulf %[[SCALE]], %[[KF]] : f32
+// HW: %[[KF:.*]] = arith.mulf %[[KSEL]], %cst : f32
+// HW: arith.mulf %[[SCALE]], %[[KF]] : f32
+// CHECK: %[[B1:.*]] = arith.andi %[[ON]], %c2_i32
+// CHECK: scf.if
+// CHECK:   memref.load %[[VP]][%{{.*}}]
+// CHECK:   scf.yield %[[V]] : f32
+// The token loop: 8-byte key pieces and 8-token value rows.
+// CHECK: scf.for
+// CHECK: vector.load %arg1[%{{.*}}] {alignment = 8 : i64} : memref<1099511627776xf8E4M3FN>, vector<8xf8E4M3FN>
+// CHECK: vector.load %arg2[%{{.*}}] {alignment = 8 : i64} : memref<1099511627776xf8E4M3FN>, vector<8xf8E4M3FN>
+// SW: %[[BYTES:.*]] = arith.bitcast %{{.*}} : vector<8xf8E4M3FN> to vector<8xi8>
+// SW: %[[W:.*]] = arith.extui %[[BYTES]] : vector<8xi8> to vector<8xi16>
+// SW: %[[MAG:.*]] = arith.andi %[[W]], %{{.*}} : vector<8xi16>
+// SW: arith.shli %[[MAG]]
+// SW: %[[H:.*]] = arith.bitcast %{{.*}} : vector<8xi16> to vector<8xf16>
+// SW: arith.extf %[[H]] : vector<8xf16> to vector<8xf32>
+// HW: %[[BYTES:.*]] = arith.bitcast %{{.*}} : vector<8xf8E4M3FN> to vector<8xi8>
+// HW: %[[PAIR:.*]] = vector.shuffle %[[BYTES]], %[[BYTES]] [0, 1] : vector<8xi8>, vector<8xi8>
+// HW: nvvm.convert.f8x2.to.f16x2 %[[PAIR]] : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+// HW-NOT: arith.shli
+// v_scale multiplies the partition's output.
+// CHECK: arith.divf
+// CHECK-NEXT: arith.mulf %{{.*}}, %{{.*}} : f32
+
+// e5m2 is the top byte of an f16: one shift, no factor.
+// E5M2: gpu.func @pa_f16_kvf8E5M2_d128_b16_h4_partition
+// E5M2-NOT: 2.560000e+02
+// E5M2: arith.extui %{{.*}} : vector<8xi8> to vector<8xi16>
+// E5M2-NEXT: arith.constant dense<8> : vector<8xi16>
+// E5M2-NEXT: arith.shli
+// E5M2-NEXT: arith.bitcast %{{.*}} : vector<8xi16> to vector<8xf16>
+func.func @e4m3(%q: memref<?x8x128xf16>, %kc: memref<?x2x8x16x16xf8E4M3FN>, %vc: memref<?x2x128x16xf8E4M3FN>,
+    %bt: memref<?x?xi32>, %sl: memref<?xi32>, %ks: f32, %vs: f32, %out: memref<?x8x128xf16>,
+    %es: memref<?x8x?xf32>, %ml: memref<?x8x?xf32>, %tmp: memref<?x8x?x128xf32>) {
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x8x128xf16>, memref<?x2x8x16x16xf8E4M3FN>, memref<?x2x128x16xf8E4M3FN>, memref<?x?xi32>, memref<?xi32>)
+      kv_scales(%ks, %vs) outs(%out : memref<?x8x128xf16>)
+      workspace(%es, %ml, %tmp : memref<?x8x?xf32>, memref<?x8x?xf32>, memref<?x8x?x128xf32>) {scale = 0.125 : f32}
+  return
+}
