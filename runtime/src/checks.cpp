@@ -13,6 +13,50 @@
 
 namespace pa {
 
+/// The fp8 scale fields: meaningful only with an fp8 kv_cache_dtype; there
+/// every scale the kernel takes from the arguments (its pointer is 0) must be
+/// finite and positive, and the device copies f32-aligned.
+static pa_status checkFp8Scales(const pa_decode_args &a) {
+  if (a.kv_cache_dtype == PA_KV_CACHE_AUTO) {
+    // 0 (unset) and 1 (vLLM's default for a cache of the dtype) are no-ops.
+    bool unitK = a.k_scale == 0.0f || a.k_scale == 1.0f;
+    bool unitV = a.v_scale == 0.0f || a.v_scale == 1.0f;
+    if (!unitK || !unitV || a.k_scale_ptr != 0 || a.v_scale_ptr != 0)
+      return makeStatus(
+          PA_ERROR_INVALID_ARGUMENT,
+          "k_scale/v_scale/k_scale_ptr/v_scale_ptr apply only to fp8 caches "
+          "(kv_cache_dtype): with PA_KV_CACHE_AUTO the caches hold the dtype "
+          "(%s), so k_scale and v_scale must be 0 or 1 and both pointers 0; "
+          "got k_scale %g, v_scale %g, k_scale_ptr 0x%llx, v_scale_ptr 0x%llx",
+          dtypeName(a.dtype), double(a.k_scale), double(a.v_scale),
+          static_cast<unsigned long long>(a.k_scale_ptr),
+          static_cast<unsigned long long>(a.v_scale_ptr));
+    return okStatus();
+  }
+  struct {
+    const char *name;
+    float value;
+    CUdeviceptr ptr;
+  } scales[] = {{"k_scale", a.k_scale, a.k_scale_ptr},
+                {"v_scale", a.v_scale, a.v_scale_ptr}};
+  for (const auto &s : scales) {
+    if (s.ptr != 0) {
+      if (s.ptr % 4 != 0)
+        return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                          "%s_ptr (0x%llx) must be 4-byte aligned (one f32)",
+                          s.name, static_cast<unsigned long long>(s.ptr));
+      continue; // the kernel reads the device copy; the float is unused
+    }
+    if (!std::isfinite(s.value) || !(s.value > 0.0f))
+      return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                        "%s (%g) must be finite and positive for an fp8 cache "
+                        "(%s; value = stored * %s): set it, or pass %s_ptr",
+                        s.name, double(s.value),
+                        elemTypeName(callCacheType(a)), s.name, s.name);
+  }
+  return okStatus();
+}
+
 pa_status checkDecodeArgs(const pa_decode_args &a) {
   if (!dtypeName(a.dtype))
     return makeStatus(PA_ERROR_INVALID_ARGUMENT,
@@ -27,6 +71,14 @@ pa_status checkDecodeArgs(const pa_decode_args &a) {
     return makeStatus(PA_ERROR_INVALID_ARGUMENT,
                       "tmp_dtype %s must be f32 or the dtype (%s)",
                       dtypeName(a.tmp_dtype), dtypeName(a.dtype));
+  if (a.kv_cache_dtype != PA_KV_CACHE_AUTO &&
+      a.kv_cache_dtype != PA_KV_CACHE_FP8_E4M3 &&
+      a.kv_cache_dtype != PA_KV_CACHE_FP8_E5M2)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "kv_cache_dtype (%d) is not a pa_kv_cache_dtype "
+                      "(PA_KV_CACHE_AUTO, PA_KV_CACHE_FP8_E4M3, "
+                      "PA_KV_CACHE_FP8_E5M2)",
+                      int(a.kv_cache_dtype));
 
   struct {
     const char *name;
@@ -69,12 +121,15 @@ pa_status checkDecodeArgs(const pa_decode_args &a) {
     return makeStatus(PA_ERROR_INVALID_ARGUMENT,
                       "alibi_slopes (0x%llx) must be 4-byte aligned (f32)",
                       static_cast<unsigned long long>(a.alibi_slopes));
-  int x = 16 / dtypeBytes(a.dtype);
+  PA_RETURN_IF_ERROR(checkFp8Scales(a));
+  // The key cache is x-packed in cache elements: 16 one-byte fp8 values.
+  ElemType cache = callCacheType(a);
+  int x = 16 / dtypeBytes(cache);
   if (a.head_size % x != 0)
     return makeStatus(PA_ERROR_INVALID_ARGUMENT,
                       "head_size (%d) must be a multiple of x = %d, the %s "
                       "elements in 16 bytes of the key_cache layout",
-                      int(a.head_size), x, dtypeName(a.dtype));
+                      int(a.head_size), x, elemTypeName(cache));
   int64_t capacity = int64_t(a.max_blocks_per_seq) * a.block_size;
   if (a.max_seq_len > capacity)
     return makeStatus(PA_ERROR_INVALID_ARGUMENT,

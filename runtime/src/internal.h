@@ -30,12 +30,34 @@ namespace pa {
 // Vocabulary
 //===----------------------------------------------------------------------===//
 
-/// "f16", "bf16", "f32"; nullptr for a value that is no pa_dtype.
+/// "f16", "bf16", "f32"; nullptr for a value that is no pa_dtype. Names
+/// the query/output and tmp types, which are never fp8.
 const char *dtypeName(int dtype);
-/// Parses a dtype name; false when unknown.
+/// Parses a dtype name ("f16", "bf16", "f32"); false when unknown.
 bool parseDtype(const std::string &text, pa_dtype &out);
-/// Bytes of one element.
-int dtypeBytes(pa_dtype dtype);
+
+/// The element type of a tensor, the KV caches included: the pa_dtype
+/// values and two internal ones for the fp8 caches (never a pa_dtype).
+enum ElemType : int {
+  kElemF16 = PA_F16,
+  kElemBF16 = PA_BF16,
+  kElemF32 = PA_F32,
+  kElemF8E4M3FN = 16, // OCP FP8 E4M3FN (PA_KV_CACHE_FP8_E4M3)
+  kElemF8E5M2 = 17,   // FP8 E5M2 (PA_KV_CACHE_FP8_E5M2)
+};
+/// "f16", "bf16", "f32", "f8E4M3FN", "f8E5M2" (the MLIR type names a
+/// manifest's cache_dtype uses); nullptr for anything else.
+const char *elemTypeName(int type);
+/// Parses a cache_dtype name (any elemTypeName); false when unknown.
+bool parseElemType(const std::string &text, ElemType &out);
+inline bool isFp8(int type) {
+  return type == kElemF8E4M3FN || type == kElemF8E5M2;
+}
+/// Bytes of one element: 4 (f32), 2 (f16, bf16), 1 (fp8).
+int dtypeBytes(int type);
+/// The cache element type of a call: its dtype for PA_KV_CACHE_AUTO, else
+/// the fp8 type (the kv_cache_dtype must be valid: checkDecodeArgs).
+ElemType callCacheType(const pa_decode_args &args);
 
 /// The kernels of a bundle.
 enum class Role : int { Partition = 0, OnePass = 1, Reduce = 2 };
@@ -74,8 +96,14 @@ enum class ParamId : uint8_t {
   HasAlibi,      // i32: alibi_slopes != 0
   SlidingWindow, // i32
   LogitsSoftCap, // f32
+  // fp8 caches: the scales, their device copies and which of those to read.
+  KScale,         // f32
+  VScale,         // f32
+  KScalePtr,      // pointer (0 when unused)
+  VScalePtr,      // pointer (0 when unused)
+  ScalesOnDevice, // i32 mask: bit 0 k_scale_ptr, bit 1 v_scale_ptr
 };
-inline constexpr int kNumParamIds = int(ParamId::LogitsSoftCap) + 1;
+inline constexpr int kNumParamIds = int(ParamId::ScalesOnDevice) + 1;
 /// At most this many parameters per kernel.
 inline constexpr int kMaxParams = 32;
 const char *paramName(ParamId id);
@@ -156,7 +184,7 @@ struct BundleDesc {
   std::string ptx;               // as written in the manifest
   std::string ptxPath;           // resolved against the manifest's folder
   pa_dtype dtype = PA_F16;
-  pa_dtype cacheDtype = PA_F16;
+  ElemType cacheDtype = kElemF16; // dtype, or an fp8 type
   pa_dtype tmpDtype = PA_F32;
   int headSize = 0;
   int blockSize = 0;
@@ -173,6 +201,9 @@ struct BundleDesc {
     const std::vector<ParamId> &p = kernel(role).params;
     return std::find(p.begin(), p.end(), param) != p.end();
   }
+  /// Whether the partition and (if present) one-pass kernels take all five
+  /// fp8 scale parameters (k_scale ... scales_on_device).
+  bool takesFp8Scales() const;
 };
 
 /// Parses manifest text; `path` names it in messages ("path:line: what").
@@ -211,15 +242,21 @@ struct VariantKey {
   int groupSize; // num_heads / num_kv_heads
   bool extLogits = false;     // ALiBi or a logits soft cap requested
   bool slidingWindow = false; // a sliding window requested
+  /// The caches' element type; -1 (the default) means dtype.
+  int cacheDtype = -1;
+  ElemType cacheType() const {
+    return cacheDtype < 0 ? ElemType(dtype) : ElemType(cacheDtype);
+  }
 };
 
-/// The index in `descs` of the variant serving `key`, or -1. Among variants
-/// matching dtype, cache_dtype (== dtype), tmp_dtype, head_size and
-/// block_size that run on `device`: the smallest heads_per_program that
-/// covers the group, else the largest one; ties go to the newest chip, then
-/// to the first loaded.
-/// Whether `d` takes the parameters of the features `key` requests.
+/// Whether `d` takes the parameters of the features `key` requests (and,
+/// for an fp8 cache, the five scale parameters).
 bool servesFeatures(const BundleDesc &d, const VariantKey &key);
+/// The index in `descs` of the variant serving `key`, or -1. Among variants
+/// matching dtype, cache_dtype, tmp_dtype, head_size and block_size that
+/// serve the features and run on `device`: the newest chip, then the
+/// smallest heads_per_program that covers the group, else the largest one,
+/// then the lean (non-_ext) kernel; remaining ties go to the first loaded.
 int selectVariant(const std::vector<BundleDesc> &descs,
                   const DeviceInfo &device, const VariantKey &key);
 
@@ -233,8 +270,10 @@ inline int64_t tilesPerKvHead(int64_t groupSize, int64_t headsPerProgram) {
 //===----------------------------------------------------------------------===//
 
 /// The checks that need neither a variant nor a device: enums, positive
-/// sizes, head-count divisibility, scale, the key layout's x, and max_seq_len
-/// against the block table. PA_ERROR_INVALID_ARGUMENT naming the rule.
+/// sizes, head-count divisibility, scale, the features, the fp8 cache type
+/// and its scales, the key layout's x (of the cache element), and
+/// max_seq_len against the block table. PA_ERROR_INVALID_ARGUMENT naming the
+/// rule.
 pa_status checkDecodeArgs(const pa_decode_args &args);
 /// Null device pointers; the workspace only when `needWorkspace`.
 pa_status checkDecodePointers(const pa_decode_args &args, bool needWorkspace);

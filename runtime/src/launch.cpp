@@ -99,6 +99,24 @@ void marshalParams(const KernelDesc &kernel, const pa_decode_args &args,
     case ParamId::LogitsSoftCap:
       v.f32 = args.logits_soft_cap;
       break;
+    // fp8 scales. A cache of the dtype (AUTO) is not scaled: 1, whatever
+    // the unset (0) fields hold. A scale read from the device is passed
+    // as given (the kernel ignores it).
+    case ParamId::KScale:
+      v.f32 = args.kv_cache_dtype == PA_KV_CACHE_AUTO ? 1.0f : args.k_scale;
+      break;
+    case ParamId::VScale:
+      v.f32 = args.kv_cache_dtype == PA_KV_CACHE_AUTO ? 1.0f : args.v_scale;
+      break;
+    case ParamId::KScalePtr:
+      v.ptr = args.k_scale_ptr; // 0 when unused: never read
+      break;
+    case ParamId::VScalePtr:
+      v.ptr = args.v_scale_ptr;
+      break;
+    case ParamId::ScalesOnDevice:
+      v.i32 = (args.k_scale_ptr != 0 ? 1 : 0) | (args.v_scale_ptr != 0 ? 2 : 0);
+      break;
     }
     // cuLaunchKernel reads each parameter's size from the kernel: point at
     // the union, whose first bytes hold the value for every kind.

@@ -42,7 +42,53 @@ bool parseDtype(const std::string &text, pa_dtype &out) {
   return false;
 }
 
-int dtypeBytes(pa_dtype dtype) { return dtype == PA_F32 ? 4 : 2; }
+const char *elemTypeName(int type) {
+  switch (type) {
+  case kElemF8E4M3FN:
+    return "f8E4M3FN";
+  case kElemF8E5M2:
+    return "f8E5M2";
+  }
+  return dtypeName(type);
+}
+
+bool parseElemType(const std::string &text, ElemType &out) {
+  for (int t : {kElemF16, kElemBF16, kElemF32, kElemF8E4M3FN, kElemF8E5M2}) {
+    if (text == elemTypeName(t)) {
+      out = ElemType(t);
+      return true;
+    }
+  }
+  return false;
+}
+
+int dtypeBytes(int type) {
+  return type == PA_F32 ? 4 : isFp8(type) ? 1 : 2;
+}
+
+ElemType callCacheType(const pa_decode_args &args) {
+  switch (args.kv_cache_dtype) {
+  case PA_KV_CACHE_FP8_E4M3:
+    return kElemF8E4M3FN;
+  case PA_KV_CACHE_FP8_E5M2:
+    return kElemF8E5M2;
+  case PA_KV_CACHE_AUTO:
+    break;
+  }
+  return ElemType(args.dtype);
+}
+
+bool BundleDesc::takesFp8Scales() const {
+  for (Role role : {Role::Partition, Role::OnePass}) {
+    if (role == Role::OnePass && !hasOnePass())
+      continue;
+    for (ParamId p : {ParamId::KScale, ParamId::VScale, ParamId::KScalePtr,
+                      ParamId::VScalePtr, ParamId::ScalesOnDevice})
+      if (!takes(p, role))
+        return false;
+  }
+  return true;
+}
 
 const char *roleName(Role role) {
   switch (role) {
@@ -81,12 +127,18 @@ static const char *const kParamNames[kNumParamIds] = {"query",
                                                       "alibi_slopes",
                                                       "has_alibi",
                                                       "sliding_window",
-                                                      "logits_soft_cap"};
+                                                      "logits_soft_cap",
+                                                      "k_scale",
+                                                      "v_scale",
+                                                      "k_scale_ptr",
+                                                      "v_scale_ptr",
+                                                      "scales_on_device"};
 
 const char *paramName(ParamId id) { return kParamNames[int(id)]; }
 
 bool isPointerParam(ParamId id) {
-  return id <= ParamId::TmpOutput || id == ParamId::AlibiSlopes;
+  return id <= ParamId::TmpOutput || id == ParamId::AlibiSlopes ||
+         id == ParamId::KScalePtr || id == ParamId::VScalePtr;
 }
 
 //===----------------------------------------------------------------------===//
@@ -312,16 +364,20 @@ pa_status ManifestParser::parseScalar(int line, Scalar which,
     out.ptx = value;
     return okStatus();
   case kDtype:
-  case kCacheDtype:
   case kTmpDtype: {
-    pa_dtype *field = which == kDtype        ? &out.dtype
-                      : which == kCacheDtype ? &out.cacheDtype
-                                             : &out.tmpDtype;
+    pa_dtype *field = which == kDtype ? &out.dtype : &out.tmpDtype;
     if (!parseDtype(value, *field))
       return error(line, "unknown %s '%s' (expected f16, bf16 or f32)", key,
                    value.c_str());
     return okStatus();
   }
+  case kCacheDtype:
+    if (!parseElemType(value, out.cacheDtype))
+      return error(line,
+                   "unknown cache_dtype '%s' (expected f16, bf16, f32, "
+                   "f8E4M3FN or f8E5M2)",
+                   value.c_str());
+    return okStatus();
   default:
     break;
   }
@@ -454,20 +510,21 @@ pa_status ManifestParser::checkComplete() {
                      name, name);
     }
   }
-  if (out.cacheDtype != out.dtype)
+  if (out.cacheDtype != ElemType(out.dtype) && !isFp8(out.cacheDtype))
     return error(scalarLine[kCacheDtype],
                  "cache_dtype %s differs from dtype %s: only caches of the "
-                 "query's type are supported",
-                 dtypeName(out.cacheDtype), dtypeName(out.dtype));
+                 "query's type or fp8 caches (f8E4M3FN, f8E5M2) are supported",
+                 elemTypeName(out.cacheDtype), dtypeName(out.dtype));
   if (out.tmpDtype != PA_F32 && out.tmpDtype != out.dtype)
     return error(scalarLine[kTmpDtype],
                  "tmp_dtype %s must be f32 or the dtype (%s)",
                  dtypeName(out.tmpDtype), dtypeName(out.dtype));
-  int x = 16 / dtypeBytes(out.dtype);
+  // The key cache's x-packing is in cache elements: 16 for fp8.
+  int x = 16 / dtypeBytes(out.cacheDtype);
   if (out.headSize % x != 0)
     return error(scalarLine[kHeadSize],
                  "head_size %d is not a multiple of x = %d (16 bytes of %s)",
-                 out.headSize, x, dtypeName(out.dtype));
+                 out.headSize, x, elemTypeName(out.cacheDtype));
   // The PTX sits beside the manifest unless the path is absolute.
   if (!out.ptx.empty() && out.ptx[0] == '/') {
     out.ptxPath = out.ptx;

@@ -132,7 +132,8 @@ static pa_status unsupported(const std::vector<BundleDesc> &variants,
       PA_ERROR_UNSUPPORTED,
       "no loaded variant serves dtype %s, cache_dtype %s, tmp_dtype %s, "
       "head_size %d, block_size %d (group size %d)%s%s; %zu loaded",
-      dtypeName(key.dtype), dtypeName(key.dtype), dtypeName(key.tmpDtype),
+      dtypeName(key.dtype), elemTypeName(key.cacheType()),
+      dtypeName(key.tmpDtype),
       key.headSize, key.blockSize, key.groupSize,
       key.extLogits ? " with ALiBi / logits soft cap (an _ext variant)" : "",
       key.slidingWindow ? " with a sliding window" : "", variants.size());
@@ -153,7 +154,7 @@ pa_status planDecode(const DeviceInfo &device,
   VariantKey key{args.dtype, args.tmp_dtype, args.head_size, args.block_size,
                  args.num_heads / args.num_kv_heads,
                  args.alibi_slopes != 0 || args.logits_soft_cap > 0.0f,
-                 args.sliding_window > 0};
+                 args.sliding_window > 0, callCacheType(args)};
   int index = selectVariant(variants, device, key);
   if (index < 0)
     return unsupported(variants, key);

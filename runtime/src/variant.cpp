@@ -1,13 +1,15 @@
 //===- variant.cpp - which loaded bundle serves a call --------------------===//
 //
-// A bundle is specialised on dtype, head size, block size and a GQA tile
-// (heads_per_program query heads per program). The call's key must match the
-// first four exactly. Among those, bundles for the newest chip the device
-// runs win (from sm_80 they hold the tensor-core kernel; sm_70 bundles run
-// everywhere through the driver's JIT but on CUDA cores); within one chip the
-// tile is chosen so that one program covers a whole KV head's group when
-// some tile can (K/V read once per KV head), else the largest tile (fewest
-// re-reads). Bundles for a chip newer than the device are refused when
+// A bundle is specialised on dtype, cache dtype (the dtype, or fp8), tmp
+// dtype, head size, block size and a GQA tile (heads_per_program query heads
+// per program). The call's key must match the first five exactly, and the
+// bundle must take the parameters of the features the call uses (ALiBi and
+// soft cap, sliding window, fp8 scales). Among those, bundles for the newest
+// chip the device runs win (from sm_80 they hold the tensor-core kernel;
+// sm_70 bundles run everywhere through the driver's JIT but on CUDA cores);
+// within one chip the tile is chosen so that one program covers a whole KV
+// head's group when some tile can (K/V read once per KV head), else the
+// largest tile (fewest re-reads). Bundles for a chip newer than the device are refused when
 // loaded.
 //
 //===----------------------------------------------------------------------===//
@@ -72,8 +74,12 @@ bool servesFeatures(const BundleDesc &d, const VariantKey &key) {
                              d.takes(ParamId::LogitsSoftCap))) &&
          // The reducer skips the partitions before the window (they leave
          // no tmp_output), so it must take the window too.
-         (!key.slidingWindow || (d.takes(ParamId::SlidingWindow) &&
-                                 d.takes(ParamId::SlidingWindow, Role::Reduce)));
+         (!key.slidingWindow ||
+          (d.takes(ParamId::SlidingWindow) &&
+           d.takes(ParamId::SlidingWindow, Role::Reduce))) &&
+         // An fp8 cache is dequantized with the scales: a kernel that does
+         // not take them cannot serve it.
+         (!isFp8(key.cacheType()) || d.takesFp8Scales());
 }
 
 int selectVariant(const std::vector<BundleDesc> &descs,
@@ -81,7 +87,7 @@ int selectVariant(const std::vector<BundleDesc> &descs,
   int best = -1;
   for (size_t i = 0; i < descs.size(); ++i) {
     const BundleDesc &d = descs[i];
-    if (d.dtype != key.dtype || d.cacheDtype != key.dtype ||
+    if (d.dtype != key.dtype || d.cacheDtype != key.cacheType() ||
         d.tmpDtype != key.tmpDtype || d.headSize != key.headSize ||
         d.blockSize != key.blockSize || !servesFeatures(d, key))
       continue;

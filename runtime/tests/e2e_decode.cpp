@@ -6,7 +6,10 @@
 // groups 2..16 and MQA, ragged lengths (1, non-multiples of the block), long
 // contexts (--long), shuffled block tables, adaptive and fixed-grid modes.
 // A covering subset is sampled (every value of every dimension appears), plus
-// every group size for each (dtype, head, block) the library serves.
+// every group size for each (dtype, cache dtype, head, block) the library
+// serves: fp8 caches (E4M3FN, E5M2) get random fp8 bytes, scales in the
+// arguments, on the device or one of each, and a reference computed from the
+// exactly decoded bytes times the scales.
 //
 // Links only the runtime and libdl: memory is managed through the driver,
 // dlopen()ed here as the runtime does, so a successful link proves the
@@ -190,6 +193,55 @@ const char *dtypeName(pa_dtype d) {
 }
 int dtypeBytes(pa_dtype d) { return d == PA_F32 ? 4 : 2; }
 
+//===----------------------------------------------------------------------===//
+// fp8 caches: exact decoders and random finite encodings
+//===----------------------------------------------------------------------===//
+
+/// OCP FP8 E4M3FN: sign, 4-bit exponent (bias 7), 3-bit mantissa,
+/// subnormals at exponent 0, no infinities, NaN only at S.1111.111.
+double decodeE4M3(uint8_t b) {
+  int e = (b >> 3) & 15, m = b & 7;
+  // e == 0: m/8 * 2^-6; else (1+m/8) * 2^(e-7).
+  double v = e == 0 ? std::ldexp(double(m), -9)
+                    : std::ldexp(double(8 + m), e - 10);
+  if (e == 15 && m == 7)
+    v = NAN;
+  return b & 0x80 ? -v : v;
+}
+
+/// FP8 E5M2: sign, 5-bit exponent (bias 15), 2-bit mantissa, subnormals at
+/// exponent 0, infinities and NaNs at exponent 31.
+double decodeE5M2(uint8_t b) {
+  int e = (b >> 2) & 31, m = b & 3;
+  // e == 0: m/4 * 2^-14; else (1+m/4) * 2^(e-15).
+  double v = e == 0    ? std::ldexp(double(m), -16)
+             : e == 31 ? (m ? NAN : INFINITY)
+                       : std::ldexp(double(4 + m), e - 17);
+  return b & 0x80 ? -v : v;
+}
+
+double decodeFp8(pa_kv_cache_dtype kind, uint8_t b) {
+  return kind == PA_KV_CACHE_FP8_E4M3 ? decodeE4M3(b) : decodeE5M2(b);
+}
+
+const char *cacheName(pa_kv_cache_dtype kind) {
+  return kind == PA_KV_CACHE_FP8_E4M3   ? "fp8e4m3"
+         : kind == PA_KV_CACHE_FP8_E5M2 ? "fp8e5m2"
+                                        : "auto";
+}
+
+/// The scales of an fp8 case: values = stored * scale. With randomFp8's
+/// bytes they give logits (scale 1/sqrt(head_size)) with a standard
+/// deviation of about 1.4 (E4M3) and 0.8 (E5M2) and extremes near 10: a
+/// softmax neither flat nor one-hot. K and V scales differ so that a swap
+/// shows.
+float fp8KScale(pa_kv_cache_dtype kind) {
+  return kind == PA_KV_CACHE_FP8_E4M3 ? 0.13f : 0.09f;
+}
+float fp8VScale(pa_kv_cache_dtype kind) {
+  return kind == PA_KV_CACHE_FP8_E4M3 ? 0.043f : 0.021f;
+}
+
 /// ||out - ref|| / ||ref|| bound per dtype (inputs rounded to the dtype, so
 /// this measures the kernel's arithmetic and output rounding only).
 double errorBound(pa_dtype d) {
@@ -200,11 +252,23 @@ double errorBound(pa_dtype d) {
 /// device sees available as floats.
 struct HostTensor {
   pa_dtype dtype = PA_F32;
+  pa_kv_cache_dtype fp8 = PA_KV_CACHE_AUTO; // not AUTO: one byte an element
+  double scale = 1;           // fp8: value = decoded byte * scale
   std::vector<uint16_t> half; // f16 / bf16 storage
   std::vector<float> full;    // f32 storage
-  size_t size() const { return dtype == PA_F32 ? full.size() : half.size(); }
+  std::vector<uint8_t> byte;  // fp8 storage
+  size_t size() const {
+    return fp8 ? byte.size() : dtype == PA_F32 ? full.size() : half.size();
+  }
+  /// An fp8 tensor of `n` elements (zero bytes) dequantized with `s`.
+  void resizeFp8(pa_kv_cache_dtype kind, size_t n, float s) {
+    fp8 = kind;
+    scale = double(s);
+    byte.assign(n, 0);
+  }
   void resize(pa_dtype d, size_t n) {
     dtype = d;
+    fp8 = PA_KV_CACHE_AUTO;
     if (d == PA_F32)
       full.assign(n, 0.0f);
     else
@@ -228,15 +292,21 @@ struct HostTensor {
       return full[i];
     return dtype == PA_F16 ? fromHalf(half[i]) : fromBf16(half[i]);
   }
+  /// The exact value the kernel should see: fp8 bytes decoded and scaled.
+  double value(size_t i) const {
+    return fp8 ? decodeFp8(fp8, byte[i]) * scale : double(get(i));
+  }
   const void *data() const {
-    return dtype == PA_F32 ? static_cast<const void *>(full.data())
-                           : static_cast<const void *>(half.data());
+    return fp8              ? static_cast<const void *>(byte.data())
+           : dtype == PA_F32 ? static_cast<const void *>(full.data())
+                             : static_cast<const void *>(half.data());
   }
   void *data() {
-    return dtype == PA_F32 ? static_cast<void *>(full.data())
-                           : static_cast<void *>(half.data());
+    return fp8              ? static_cast<void *>(byte.data())
+           : dtype == PA_F32 ? static_cast<void *>(full.data())
+                             : static_cast<void *>(half.data());
   }
-  size_t bytes() const { return size() * dtypeBytes(dtype); }
+  size_t bytes() const { return size() * (fp8 ? 1 : dtypeBytes(dtype)); }
 };
 
 //===----------------------------------------------------------------------===//
@@ -275,9 +345,17 @@ std::string featureLabel(int f) {
   return s;
 }
 
+/// Where an fp8 case's scales come from: both in the arguments, both read
+/// from the device (the float fields then 0), or K on the device and V in
+/// the arguments.
+enum ScaleMode { kScalesArgs, kScalesDevice, kScalesMixed, kNumScaleModes };
+const char *const kScaleModeNames[] = {"args", "device", "mixed"};
+
 struct Case {
   int id = 0;
   pa_dtype dtype = PA_F16;
+  pa_kv_cache_dtype cache = PA_KV_CACHE_AUTO;
+  ScaleMode scales = kScalesArgs; // fp8 only
   int headSize = 128, blockSize = 16, shape = 0;
   int features = 0;
   bool fixedGrid = false;
@@ -339,6 +417,8 @@ struct Inputs {
   std::vector<int32_t> seqLens, blockTables;
   HostTensor query, keyCache, valueCache;
   float scale = 0;
+  pa_kv_cache_dtype cache = PA_KV_CACHE_AUTO;
+  float kScale = 0, vScale = 0; // fp8 only
   std::vector<float> alibiSlopes; // [num_heads], empty without ALiBi
   int slidingWindow = 0;          // 0: none
   float softCap = 0;              // 0: none
@@ -364,6 +444,19 @@ std::vector<int> makeLengths(const Case &c, Rng &rng) {
   return lens;
 }
 
+/// A random finite fp8 byte, never a NaN or infinity encoding. Most have
+/// magnitudes below 16 (E4M3: exponent field <= 10) or 32 (E5M2: <= 19),
+/// subnormals and zeros included; one in 32 reaches up to 448 (E4M3's
+/// largest finite value; E5M2 exponent field <= 23).
+uint8_t randomFp8(pa_kv_cache_dtype kind, Rng &rng) {
+  uint8_t sign = (rng.next() >> 7) & 1 ? 0x80 : 0;
+  bool wide = rng.range(0, 31) == 0;
+  int magnitude = kind == PA_KV_CACHE_FP8_E4M3
+                      ? rng.range(0, wide ? 0x7e : (10 << 3) | 7)
+                      : rng.range(0, wide ? (23 << 2) | 3 : (19 << 2) | 3);
+  return uint8_t(sign | magnitude);
+}
+
 Inputs makeInputs(const Case &c, Rng &rng) {
   Inputs in;
   const HeadShape &shape = kHeadShapes[c.shape];
@@ -371,7 +464,8 @@ Inputs makeInputs(const Case &c, Rng &rng) {
   in.numKvHeads = shape.numKvHeads;
   in.headSize = c.headSize;
   in.blockSize = c.blockSize;
-  in.x = 16 / dtypeBytes(c.dtype);
+  in.cache = c.cache;
+  in.x = c.cache ? 16 : 16 / dtypeBytes(c.dtype);
   in.seqLens = makeLengths(c, rng);
   in.numSeqs = int(in.seqLens.size());
   int maxLen = *std::max_element(in.seqLens.begin(), in.seqLens.end());
@@ -403,14 +497,25 @@ Inputs makeInputs(const Case &c, Rng &rng) {
   size_t q = size_t(in.numSeqs) * in.numHeads * in.headSize;
   size_t kv = size_t(in.numBlocks) * in.numKvHeads * in.headSize * in.blockSize;
   in.query.resize(c.dtype, q);
-  in.keyCache.resize(c.dtype, kv);
-  in.valueCache.resize(c.dtype, kv);
   for (size_t i = 0; i < q; ++i)
     in.query.set(i, rng.symmetric());
-  for (size_t i = 0; i < kv; ++i)
-    in.keyCache.set(i, rng.symmetric());
-  for (size_t i = 0; i < kv; ++i)
-    in.valueCache.set(i, rng.symmetric());
+  if (c.cache) {
+    in.kScale = fp8KScale(c.cache);
+    in.vScale = fp8VScale(c.cache);
+    in.keyCache.resizeFp8(c.cache, kv, in.kScale);
+    in.valueCache.resizeFp8(c.cache, kv, in.vScale);
+    for (size_t i = 0; i < kv; ++i)
+      in.keyCache.byte[i] = randomFp8(c.cache, rng);
+    for (size_t i = 0; i < kv; ++i)
+      in.valueCache.byte[i] = randomFp8(c.cache, rng);
+  } else {
+    in.keyCache.resize(c.dtype, kv);
+    in.valueCache.resize(c.dtype, kv);
+    for (size_t i = 0; i < kv; ++i)
+      in.keyCache.set(i, rng.symmetric());
+    for (size_t i = 0; i < kv; ++i)
+      in.valueCache.set(i, rng.symmetric());
+  }
   in.scale = float(1.0 / std::sqrt(double(in.headSize)));
   // Features at strengths that change the result: slopes that decay the
   // oldest tokens' logits by up to a few units, windows shorter than most
@@ -446,7 +551,8 @@ std::vector<double> reference(const Inputs &in) {
             size_t(in.blockTables[size_t(s) * in.maxBlocksPerSeq + t / B]);
         size_t base = (block * in.numKvHeads + kvh) * size_t(D / x);
         for (int d = 0; d < D; ++d)
-          krow[d] = in.keyCache.get(((base + d / x) * B + t % B) * x + d % x);
+          krow[d] =
+              in.keyCache.value(((base + d / x) * B + t % B) * x + d % x);
         for (int g = 0; g < group; ++g) {
           double dot = 0;
           for (int d = 0; d < D; ++d)
@@ -470,7 +576,7 @@ std::vector<double> reference(const Inputs &in) {
               size_t(in.blockTables[size_t(s) * in.maxBlocksPerSeq + t / B]);
           size_t base = (block * in.numKvHeads + kvh) * size_t(D);
           for (int d = 0; d < D; ++d)
-            acc[d] += l[t] * in.valueCache.get((base + d) * B + t % B);
+            acc[d] += l[t] * in.valueCache.value((base + d) * B + t % B);
         }
         double *o = &out[(size_t(s) * in.numHeads + kvh * group + g) * D];
         for (int d = 0; d < D; ++d)
@@ -510,6 +616,17 @@ pa_decode_args baseArgs(const Case &c, const Inputs &in) {
   a.sliding_window = in.slidingWindow;
   a.logits_soft_cap = in.softCap;
   a.alibi_slopes = in.alibiSlopes.empty() ? 0 : 0x100; // planning only: set below
+  if (c.cache) {
+    a.kv_cache_dtype = c.cache;
+    // Device scales: the floats are 0, so only the device copy can give the
+    // right answer. The pointers are stand-ins for planning: set below.
+    bool kOnDevice = c.scales != kScalesArgs;
+    bool vOnDevice = c.scales == kScalesDevice;
+    a.k_scale = kOnDevice ? 0.0f : in.kScale;
+    a.v_scale = vOnDevice ? 0.0f : in.vScale;
+    a.k_scale_ptr = kOnDevice ? 0x100 : 0;
+    a.v_scale_ptr = vOnDevice ? 0x104 : 0;
+  }
   return a;
 }
 
@@ -540,6 +657,16 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
       plan.one_pass ? " one-pass" : "", plan.variant, in.slidingWindow,
       double(in.softCap), in.alibiSlopes.empty() ? "no" : "yes");
   detail = buf;
+  if (c.cache) {
+    std::snprintf(buf, sizeof(buf),
+                  " | kv %s k_scale %g v_scale %g (%s; on the device: %s)",
+                  cacheName(c.cache), double(in.kScale), double(in.vScale),
+                  kScaleModeNames[c.scales],
+                  c.scales == kScalesDevice  ? "k, v"
+                  : c.scales == kScalesMixed ? "k"
+                                             : "none");
+    detail += buf;
+  }
 
   // Device buffers; output and workspace poisoned with NaN so that an
   // element the kernels fail to write fails the check.
@@ -552,7 +679,14 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
   tmp.setNaN();
   std::vector<float> stats(partRows, NAN);
 
-  DeviceBuffer dq, dk, dv, dbt, dlens, dout, des, dml, dtmp, dalibi;
+  DeviceBuffer dq, dk, dv, dbt, dlens, dout, des, dml, dtmp, dalibi, dscales;
+  if (args.k_scale_ptr || args.v_scale_ptr) {
+    // [k_scale, v_scale] as f32 on the device.
+    float scales[2] = {in.kScale, in.vScale};
+    E2E_CHECK_CU(dscales.alloc(sizeof(scales)), "cuMemAlloc(scales)");
+    E2E_CHECK_CU(driver.cuMemcpyHtoD(dscales.ptr, scales, sizeof(scales)),
+                 "copy");
+  }
   if (!in.alibiSlopes.empty()) {
     E2E_CHECK_CU(dalibi.alloc(in.alibiSlopes.size() * 4),
                  "cuMemAlloc(alibi_slopes)");
@@ -595,6 +729,10 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
   args.max_logits = dml.ptr;
   args.tmp_output = dtmp.ptr;
   args.alibi_slopes = dalibi.ptr;
+  if (args.k_scale_ptr)
+    args.k_scale_ptr = dscales.ptr;
+  if (args.v_scale_ptr)
+    args.v_scale_ptr = dscales.ptr + sizeof(float);
 
   st = pa_decode_v2(ctx, &args, stream);
   if (st.code != PA_OK) {
@@ -637,15 +775,21 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
 // Driver program
 //===----------------------------------------------------------------------===//
 
-/// (dtype, head size, block size) keys the library serves (tmp f32).
+/// (dtype, cache dtype, head size, block size) keys the library serves
+/// (tmp f32): caches of the dtype first, then the fp8 ones.
 std::vector<Case> servedKeys(pa_context *ctx) {
   std::vector<Case> keys;
+  for (pa_kv_cache_dtype cache :
+       {PA_KV_CACHE_AUTO, PA_KV_CACHE_FP8_E4M3, PA_KV_CACHE_FP8_E5M2})
   for (pa_dtype d : kDtypes)
     for (int h : kHeadSizes)
       for (int b : kBlockSizes) {
         pa_decode_args a;
         std::memset(&a, 0, sizeof(a));
         a.dtype = d;
+        a.kv_cache_dtype = cache;
+        if (cache)
+          a.k_scale = a.v_scale = 1;
         a.tmp_dtype = PA_F32;
         a.num_seqs = a.num_heads = a.num_kv_heads = 1;
         a.head_size = h;
@@ -658,6 +802,7 @@ std::vector<Case> servedKeys(pa_context *ctx) {
         if (pa_plan_decode_v2(ctx, &a, &plan).code == PA_OK) {
           Case c;
           c.dtype = d;
+          c.cache = cache;
           c.headSize = h;
           c.blockSize = b;
           keys.push_back(c);
@@ -743,7 +888,9 @@ int main(int argc, char **argv) {
               pa_context_num_variants(ctx));
   std::printf(
       "error bound ||out-ref||/||ref|| (float64 reference on the "
-      "rounded inputs): f16 5e-3, bf16 1e-2, f32 1e-4; any NaN fails\n");
+      "rounded inputs): f16 5e-3, bf16 1e-2, f32 1e-4; any NaN fails\n"
+      "fp8 caches: the reference decodes the bytes exactly and applies "
+      "k_scale/v_scale; bound of the query dtype\n");
   std::printf("seed %llu%s%s\n", static_cast<unsigned long long>(seed),
               quick ? " quick" : "", withLong ? " long" : "");
 
@@ -760,12 +907,18 @@ int main(int argc, char **argv) {
       c.profile = j % 3 == 0 ? kShort : kRagged;
       // Per key, a plain case, a windowed one and one with every feature.
       c.features = j == 0 ? 0 : j == 1 ? kWindow : kAllFeatures;
+      // fp8: scales in the arguments, on the device (with the window, which
+      // every bundle takes) and one of each, cycling.
+      c.scales = ScaleMode(j % kNumScaleModes);
       c.id = int(cases.size());
       c.seed = seed * 1000003ull + uint64_t(c.id);
       cases.push_back(c);
     }
   }
-  std::printf("%zu cases (%zu keys served)\n", cases.size(), keys.size());
+  size_t fp8Keys = size_t(std::count_if(keys.begin(), keys.end(),
+                                        [](const Case &k) { return k.cache; }));
+  std::printf("%zu cases (%zu keys served, %zu of them with fp8 caches)\n",
+              cases.size(), keys.size(), fp8Keys);
 
   CUstream stream = nullptr;
   r = driver.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING);
@@ -777,23 +930,28 @@ int main(int argc, char **argv) {
   Tally total;
   std::map<std::string, Tally> table;
   std::set<std::string> ranDtype, ranHead, ranBlock, ranShape, ranMode,
-      ranProfile, ranFeature;
+      ranProfile, ranFeature, ranCache, ranScales;
   for (const Case &c : cases) {
     if (only >= 0 && c.id != only)
       continue;
     std::string why, detail;
     Result res = runCase(ctx, stream, c, why, detail);
     const HeadShape &shape = kHeadShapes[c.shape];
-    char label[160];
+    // The dtype, and for an fp8 cache its type: "f16+fp8e4m3".
+    std::string types = dtypeName(c.dtype);
+    if (c.cache)
+      types += std::string("+") + cacheName(c.cache);
+    char label[192];
     std::snprintf(
         label, sizeof(label),
-        "case %3d seed %llu: %-4s d%-3d b%-2d %-5s %2d/%-2d %-6s %-8s %s",
-        c.id, static_cast<unsigned long long>(c.seed), dtypeName(c.dtype),
+        "case %3d seed %llu: %-4s d%-3d b%-2d %-5s %2d/%-2d %-6s %-8s %s%s%s",
+        c.id, static_cast<unsigned long long>(c.seed), types.c_str(),
         c.headSize, c.blockSize, shape.label, shape.numHeads, shape.numKvHeads,
         kProfileNames[c.profile], c.fixedGrid ? "fixed" : "adaptive",
-        featureLabel(c.features).c_str());
+        featureLabel(c.features).c_str(), c.cache ? " scales " : "",
+        c.cache ? kScaleModeNames[c.scales] : "");
     char key[64];
-    std::snprintf(key, sizeof(key), "%-4s d%-3d b%-2d", dtypeName(c.dtype),
+    std::snprintf(key, sizeof(key), "%-4s d%-3d b%-2d", types.c_str(),
                   c.headSize, c.blockSize);
     Tally &row = table[key];
     if (res.kind == Result::Skip) {
@@ -808,6 +966,9 @@ int main(int argc, char **argv) {
       std::printf("PASS %s rel_err %.2e | %s\n", label, res.relErr,
                   detail.c_str());
       ranDtype.insert(dtypeName(c.dtype));
+      ranCache.insert(cacheName(c.cache));
+      if (c.cache)
+        ranScales.insert(kScaleModeNames[c.scales]);
       ranHead.insert(std::to_string(c.headSize));
       ranBlock.insert(std::to_string(c.blockSize));
       ranShape.insert(shape.label);
@@ -830,10 +991,10 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
   }
 
-  std::printf("\n%-16s %5s %5s %5s %10s\n", "variant key", "pass", "fail",
+  std::printf("\n%-24s %5s %5s %5s %10s\n", "variant key", "pass", "fail",
               "skip", "max err");
   for (const auto &[key, row] : table)
-    std::printf("%-16s %5d %5d %5d %10.2e\n", key.c_str(), row.pass, row.fail,
+    std::printf("%-24s %5d %5d %5d %10.2e\n", key.c_str(), row.pass, row.fail,
                 row.skip, row.maxErr);
   auto list = [](const std::set<std::string> &s) {
     std::string out;
@@ -842,11 +1003,13 @@ int main(int argc, char **argv) {
     return out.empty() ? std::string("-") : out;
   };
   std::printf("\nran: dtypes [%s] head sizes [%s] block sizes [%s]\n"
-              "     heads [%s] modes [%s] lengths [%s] features [%s]\n",
+              "     heads [%s] modes [%s] lengths [%s] features [%s]\n"
+              "     caches [%s] fp8 scales [%s]\n",
               list(ranDtype).c_str(), list(ranHead).c_str(),
               list(ranBlock).c_str(), list(ranShape).c_str(),
               list(ranMode).c_str(), list(ranProfile).c_str(),
-              list(ranFeature).c_str());
+              list(ranFeature).c_str(), list(ranCache).c_str(),
+              list(ranScales).c_str());
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -135,20 +135,31 @@ struct Spec {
   /// The feature parameters the kernels take after group_size: every
   /// variant the sliding window, _ext ones ALiBi and the soft cap too.
   std::string features = " sliding_window";
+  /// cache_dtype; empty: the dtype. An fp8 one (f8E4M3FN, f8E5M2) adds the
+  /// five scale parameters to the partition and one-pass kernels unless
+  /// `fp8Scales` is false.
+  std::string cache;
+  bool fp8Scales = true;
+  std::string cacheDtype() const { return cache.empty() ? dtype : cache; }
+  bool fp8() const { return cache.compare(0, 2, "f8") == 0; }
 };
 
 inline const char kExtFeatures[] =
     " alibi_slopes has_alibi sliding_window logits_soft_cap";
+inline const char kFp8Params[] =
+    " k_scale v_scale k_scale_ptr v_scale_ptr scales_on_device";
 
 inline std::vector<std::string> manifestLines(const Spec &s) {
   std::string h = std::to_string(s.tile);
+  std::string mainParams =
+      s.features + (s.fp8() && s.fp8Scales ? kFp8Params : "");
   std::vector<std::string> lines = {
       "paged_attn-bundle 1",
       "name " + s.name,
       "chip " + s.chip,
       "ptx " + s.name + ".ptx",
       "dtype " + s.dtype,
-      "cache_dtype " + s.dtype,
+      "cache_dtype " + s.cacheDtype(),
       "tmp_dtype " + s.tmp,
       "head_size " + std::to_string(s.head),
       "block_size " + std::to_string(s.block),
@@ -160,7 +171,7 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
       "params partition query key_cache value_cache block_tables seq_lens "
       "output exp_sums max_logits tmp_output scale max_blocks_per_seq "
       "max_num_partitions partition_tokens num_kv_heads group_size" +
-          s.features,
+          mainParams,
       "params reduce output exp_sums max_logits tmp_output seq_lens num_heads "
       "max_num_partitions partition_tokens" +
           std::string(s.features.find("sliding_window") != std::string::npos
@@ -177,7 +188,7 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
         "params onepass query key_cache value_cache block_tables seq_lens "
         "output exp_sums max_logits tmp_output scale max_blocks_per_seq "
         "max_num_partitions partition_tokens num_kv_heads group_size" +
-        s.features);
+        mainParams);
     lines.push_back("grid onepass 1 num_kv_heads*ceil(group_size/"
                     "heads_per_program) num_seqs");
   }
@@ -223,6 +234,16 @@ inline Spec tileSpec(int tile) {
   return s;
 }
 
+/// An fp8-cache bundle: `cache` is f8E4M3FN or f8E5M2.
+inline Spec fp8Spec(const std::string &cache,
+                    const std::string &dtype = "f16") {
+  Spec s;
+  s.dtype = dtype;
+  s.cache = cache;
+  s.name = dtype + "_" + cache + "_d128_b16_h4_sm70";
+  return s;
+}
+
 inline const DeviceInfo kH200{0, 90, 132};
 inline const DeviceInfo kV100{0, 70, 80};
 
@@ -251,6 +272,15 @@ inline pa_decode_args validArgs() {
     *ptr = p;
     p += 0x10000;
   }
+  return a;
+}
+
+/// validArgs() with an fp8 E4M3 cache and its scales in the arguments.
+inline pa_decode_args validFp8Args() {
+  pa_decode_args a = validArgs();
+  a.kv_cache_dtype = PA_KV_CACHE_FP8_E4M3;
+  a.k_scale = 0.043f;
+  a.v_scale = 0.021f;
   return a;
 }
 

@@ -206,6 +206,29 @@ void loadingTests() {
     CHECK_EQ(h.ctx->variants[0].name, std::string("a_sm70")); // sorted
   });
 
+  run("load_library_fp8_bundles", [] {
+    std::string dir = makeDir("lib_fp8");
+    writeBundle(dir, Spec());
+    writeBundle(dir, fp8Spec("f8E4M3FN"));
+    writeBundle(dir, fp8Spec("f8E5M2", "bf16"));
+    HostContext h(kH200, {});
+    CHECK_OK(pa_context_load_library(h.ctx, dir.c_str()));
+    CHECK_EQ(pa_context_num_variants(h.ctx), size_t(3));
+    pa_decode_args a = validFp8Args();
+    pa_plan plan;
+    CHECK_OK(pa_plan_decode_v2(h.ctx, &a, &plan));
+    CHECK_EQ(std::string(plan.variant),
+             std::string("f16_f8E4M3FN_d128_b16_h4_sm70"));
+    a.dtype = PA_BF16;
+    a.kv_cache_dtype = PA_KV_CACHE_FP8_E5M2;
+    CHECK_OK(pa_plan_decode_v2(h.ctx, &a, &plan));
+    CHECK_EQ(std::string(plan.variant),
+             std::string("bf16_f8E5M2_d128_b16_h4_sm70"));
+    a.kv_cache_dtype = PA_KV_CACHE_FP8_E4M3;
+    CHECK_STATUS(pa_plan_decode_v2(h.ctx, &a, &plan), PA_ERROR_UNSUPPORTED,
+                 "dtype bf16, cache_dtype f8E4M3FN");
+  });
+
   run("load_library_all_or_nothing", [] {
     std::string dir = makeDir("lib_broken");
     Spec a;

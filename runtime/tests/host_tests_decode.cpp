@@ -10,6 +10,7 @@
 #include "host_test_support.h"
 
 #include <cmath>
+#include <cstddef>
 #include <limits>
 
 namespace pa_test {
@@ -191,6 +192,160 @@ void argumentTests() {
       CHECK_STATUS(pa_decode_v2(h.ctx, &a, nullptr), b.code, b.message);
     });
   }
+
+  // fp8 caches, on a context holding a 16-bit bundle and E4M3 / E5M2 ones.
+  static const std::vector<Bad> kBadFp8 = {
+      {"args_kv_cache_dtype_invalid",
+       [](pa_decode_args &a) { a.kv_cache_dtype = pa_kv_cache_dtype(5); },
+       PA_ERROR_INVALID_ARGUMENT,
+       "kv_cache_dtype (5) is not a pa_kv_cache_dtype (PA_KV_CACHE_AUTO, "
+       "PA_KV_CACHE_FP8_E4M3, PA_KV_CACHE_FP8_E5M2)"},
+      {"args_kv_cache_dtype_negative",
+       [](pa_decode_args &a) { a.kv_cache_dtype = pa_kv_cache_dtype(-1); },
+       PA_ERROR_INVALID_ARGUMENT, "kv_cache_dtype (-1) is not a"},
+      {"args_auto_k_scale_not_unit",
+       [](pa_decode_args &a) {
+         a.kv_cache_dtype = PA_KV_CACHE_AUTO;
+         a.k_scale = 0.5f;
+       },
+       PA_ERROR_INVALID_ARGUMENT,
+       "k_scale/v_scale/k_scale_ptr/v_scale_ptr apply only to fp8 caches "
+       "(kv_cache_dtype): with PA_KV_CACHE_AUTO the caches hold the dtype "
+       "(f16), so k_scale and v_scale must be 0 or 1 and both pointers 0; got "
+       "k_scale 0.5, v_scale 0.021"},
+      {"args_auto_v_scale_nan",
+       [](pa_decode_args &a) {
+         a.kv_cache_dtype = PA_KV_CACHE_AUTO;
+         a.k_scale = 1.0f;
+         a.v_scale = std::numeric_limits<float>::quiet_NaN();
+       },
+       PA_ERROR_INVALID_ARGUMENT,
+       "apply only to fp8 caches (kv_cache_dtype)"},
+      {"args_auto_k_scale_ptr",
+       [](pa_decode_args &a) {
+         a.kv_cache_dtype = PA_KV_CACHE_AUTO;
+         a.k_scale = a.v_scale = 0.0f;
+         a.k_scale_ptr = 0x9000;
+       },
+       PA_ERROR_INVALID_ARGUMENT,
+       "apply only to fp8 caches (kv_cache_dtype): with PA_KV_CACHE_AUTO"},
+      {"args_auto_v_scale_ptr",
+       [](pa_decode_args &a) {
+         a.kv_cache_dtype = PA_KV_CACHE_AUTO;
+         a.k_scale = a.v_scale = 1.0f;
+         a.v_scale_ptr = 0x9000;
+       },
+       PA_ERROR_INVALID_ARGUMENT, "v_scale_ptr 0x9000"},
+      {"args_fp8_k_scale_unset",
+       [](pa_decode_args &a) { a.k_scale = 0.0f; }, PA_ERROR_INVALID_ARGUMENT,
+       "k_scale (0) must be finite and positive for an fp8 cache (f8E4M3FN; "
+       "value = stored * k_scale): set it, or pass k_scale_ptr"},
+      {"args_fp8_v_scale_unset",
+       [](pa_decode_args &a) {
+         a.kv_cache_dtype = PA_KV_CACHE_FP8_E5M2;
+         a.v_scale = 0.0f;
+       },
+       PA_ERROR_INVALID_ARGUMENT,
+       "v_scale (0) must be finite and positive for an fp8 cache (f8E5M2; "
+       "value = stored * v_scale): set it, or pass v_scale_ptr"},
+      {"args_fp8_zero_initialised_scales",
+       [](pa_decode_args &a) { a.k_scale = a.v_scale = 0.0f; },
+       PA_ERROR_INVALID_ARGUMENT, "k_scale (0) must be finite and positive"},
+      {"args_fp8_k_scale_negative",
+       [](pa_decode_args &a) { a.k_scale = -0.5f; }, PA_ERROR_INVALID_ARGUMENT,
+       "k_scale (-0.5) must be finite and positive"},
+      {"args_fp8_v_scale_infinite",
+       [](pa_decode_args &a) { a.v_scale = INFINITY; },
+       PA_ERROR_INVALID_ARGUMENT, "v_scale (inf) must be finite and positive"},
+      {"args_fp8_k_scale_nan_without_pointer",
+       [](pa_decode_args &a) {
+         a.k_scale = std::numeric_limits<float>::quiet_NaN();
+         a.v_scale_ptr = 0x9000; // v's pointer does not excuse k
+       },
+       PA_ERROR_INVALID_ARGUMENT, "k_scale (nan) must be finite and positive"},
+      {"args_fp8_k_scale_ptr_misaligned",
+       [](pa_decode_args &a) { a.k_scale_ptr = 0x9002; },
+       PA_ERROR_INVALID_ARGUMENT,
+       "k_scale_ptr (0x9002) must be 4-byte aligned (one f32)"},
+      {"args_fp8_v_scale_ptr_misaligned",
+       [](pa_decode_args &a) { a.v_scale_ptr = 0x9001; },
+       PA_ERROR_INVALID_ARGUMENT,
+       "v_scale_ptr (0x9001) must be 4-byte aligned"},
+      {"args_fp8_head_size_not_multiple_of_16",
+       [](pa_decode_args &a) { a.head_size = 72; }, PA_ERROR_INVALID_ARGUMENT,
+       "head_size (72) must be a multiple of x = 16, the f8E4M3FN elements in "
+       "16 bytes of the key_cache layout"},
+      {"args_fp8_no_variant_dtype",
+       [](pa_decode_args &a) { a.dtype = PA_BF16; }, PA_ERROR_UNSUPPORTED,
+       "no loaded variant serves dtype bf16, cache_dtype f8E4M3FN, tmp_dtype "
+       "f32, head_size 128, block_size 16 (group size 4); 3 loaded"},
+      {"args_fp8_no_variant_head_size",
+       [](pa_decode_args &a) {
+         a.kv_cache_dtype = PA_KV_CACHE_FP8_E5M2;
+         a.head_size = 64;
+       },
+       PA_ERROR_UNSUPPORTED,
+       "no loaded variant serves dtype f16, cache_dtype f8E5M2, tmp_dtype f32, "
+       "head_size 64"},
+  };
+  for (const Bad &b : kBadFp8) {
+    run(b.test, [&b] {
+      HostContext h(kH200, {Spec(), fp8Spec("f8E4M3FN"), fp8Spec("f8E5M2")});
+      pa_decode_args a = validFp8Args();
+      b.mutate(a);
+      CHECK_STATUS(pa_decode_v2(h.ctx, &a, nullptr), b.code, b.message);
+    });
+  }
+
+  run("args_fp8_valid_calls", [] {
+    HostContext h(kH200, {Spec(), fp8Spec("f8E4M3FN"), fp8Spec("f8E5M2")});
+    pa_plan plan;
+    // Zero-initialised fp8 fields: a cache of the dtype.
+    pa_decode_args a = validArgs();
+    CHECK_OK(pa_plan_decode_v2(h.ctx, &a, &plan));
+    CHECK_EQ(std::string(plan.variant), std::string("f16_d128_b16_h4_sm70"));
+    a.k_scale = a.v_scale = 1.0f; // vLLM's unit scales: accepted
+    CHECK_OK(pa_plan_decode_v2(h.ctx, &a, &plan));
+    a.k_scale = 0.0f;
+    CHECK_OK(pa_plan_decode_v2(h.ctx, &a, &plan));
+    a = validFp8Args();
+    CHECK_OK(pa_plan_decode_v2(h.ctx, &a, &plan));
+    CHECK_EQ(std::string(plan.variant),
+             std::string("f16_f8E4M3FN_d128_b16_h4_sm70"));
+    CHECK_STATUS(pa_decode_v2(h.ctx, &a, nullptr), PA_ERROR_CUDA,
+                 "host-only context");
+    a.kv_cache_dtype = PA_KV_CACHE_FP8_E5M2;
+    CHECK_OK(pa_plan_decode_v2(h.ctx, &a, &plan));
+    CHECK_EQ(std::string(plan.variant),
+             std::string("f16_f8E5M2_d128_b16_h4_sm70"));
+    // Device scales: the floats are then not used and may be 0.
+    a.k_scale = a.v_scale = 0.0f;
+    a.k_scale_ptr = 0x9000;
+    a.v_scale_ptr = 0x9004;
+    CHECK_STATUS(pa_decode_v2(h.ctx, &a, nullptr), PA_ERROR_CUDA,
+                 "host-only context");
+    a.v_scale_ptr = 0;
+    a.v_scale = 0.5f; // one on the device, one in the arguments
+    CHECK_STATUS(pa_decode_v2(h.ctx, &a, nullptr), PA_ERROR_CUDA,
+                 "host-only context");
+    // Head 80 passes the fp8 x check (a multiple of 16); no bundle has it.
+    a.head_size = 80;
+    CHECK_STATUS(pa_plan_decode_v2(h.ctx, &a, &plan), PA_ERROR_UNSUPPORTED,
+                 "cache_dtype f8E5M2, tmp_dtype f32, head_size 80");
+  });
+
+  run("args_fp8_call_never_served_by_16_bit_bundle", [] {
+    HostContext h(kH200, {Spec()});
+    pa_decode_args a = validFp8Args();
+    CHECK_STATUS(pa_decode_v2(h.ctx, &a, nullptr), PA_ERROR_UNSUPPORTED,
+                 "no loaded variant serves dtype f16, cache_dtype f8E4M3FN, "
+                 "tmp_dtype f32, head_size 128, block_size 16 (group size 4); "
+                 "1 loaded: f16_d128_b16_h4_sm70");
+    HostContext h8(kH200, {fp8Spec("f8E4M3FN")});
+    a = validArgs();
+    CHECK_STATUS(pa_decode_v2(h8.ctx, &a, nullptr), PA_ERROR_UNSUPPORTED,
+                 "dtype f16, cache_dtype f16, tmp_dtype f32");
+  });
 
   run("args_workspace_optional_for_one_pass", [] {
     HostContext h(kH200);
@@ -541,6 +696,110 @@ void marshalTests() {
     marshalParams(d.kernel(Role::Partition), a, plan, k);
     CHECK_EQ(*static_cast<int32_t *>(k.pointers[16]), 0);
     CHECK_EQ(k.values[15].ptr, a.exp_sums);
+  });
+
+  // fp8 bundles: the five scale parameters after the features, in
+  // manifest order; scales_on_device has bit 0 for a device k_scale, bit 1
+  // for a device v_scale. The reduce kernel is unchanged.
+  run("marshal_fp8_scale_params", [] {
+    BundleDesc d = descFor(fp8Spec("f8E4M3FN"));
+    pa_decode_args a = validFp8Args();
+    DecodePlan plan;
+    CHECK_OK(planDecode(kH200, {d}, a, true, plan));
+    KernelArgs k;
+    for (Role role : {Role::Partition, Role::OnePass}) {
+      a.k_scale_ptr = a.v_scale_ptr = 0;
+      marshalParams(d.kernel(role), a, plan, k);
+      CHECK_EQ(k.count, 21);
+      CHECK_EQ(*static_cast<int32_t *>(k.pointers[15]), 0); // no window
+      CHECK_EQ(*static_cast<float *>(k.pointers[16]), 0.043f);
+      CHECK_EQ(*static_cast<float *>(k.pointers[17]), 0.021f);
+      CHECK_EQ(k.values[18].ptr, CUdeviceptr(0));
+      CHECK_EQ(k.values[19].ptr, CUdeviceptr(0));
+      CHECK_EQ(*static_cast<int32_t *>(k.pointers[20]), 0);
+      a.k_scale_ptr = 0xa000;
+      marshalParams(d.kernel(role), a, plan, k);
+      CHECK_EQ(k.values[18].ptr, CUdeviceptr(0xa000));
+      CHECK_EQ(k.values[19].ptr, CUdeviceptr(0));
+      CHECK_EQ(*static_cast<int32_t *>(k.pointers[20]), 1);
+      a.k_scale_ptr = 0;
+      a.v_scale_ptr = 0xb000;
+      marshalParams(d.kernel(role), a, plan, k);
+      CHECK_EQ(k.values[18].ptr, CUdeviceptr(0));
+      CHECK_EQ(k.values[19].ptr, CUdeviceptr(0xb000));
+      CHECK_EQ(*static_cast<int32_t *>(k.pointers[20]), 2);
+      a.k_scale_ptr = 0xa000;
+      a.k_scale = a.v_scale = 0.0f; // unused with both on the device
+      marshalParams(d.kernel(role), a, plan, k);
+      CHECK_EQ(*static_cast<int32_t *>(k.pointers[20]), 3);
+      CHECK_EQ(*static_cast<float *>(k.pointers[16]), 0.0f);
+      a.k_scale = 0.043f;
+      a.v_scale = 0.021f;
+    }
+    marshalParams(d.kernel(Role::Reduce), a, plan, k);
+    CHECK_EQ(k.count, 9);
+  });
+
+  run("marshal_fp8_ext_params", [] {
+    Spec s = fp8Spec("f8E5M2", "bf16");
+    s.features = kExtFeatures;
+    BundleDesc d = descFor(s);
+    pa_decode_args a = validFp8Args();
+    a.dtype = PA_BF16;
+    a.kv_cache_dtype = PA_KV_CACHE_FP8_E5M2;
+    a.alibi_slopes = 0x7000;
+    a.sliding_window = 100;
+    a.logits_soft_cap = 30.0f;
+    a.v_scale_ptr = 0xb000;
+    DecodePlan plan;
+    CHECK_OK(planDecode(kH200, {d}, a, true, plan));
+    KernelArgs k;
+    marshalParams(d.kernel(Role::Partition), a, plan, k);
+    CHECK_EQ(k.count, 24);
+    CHECK_EQ(k.values[15].ptr, CUdeviceptr(0x7000));
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[17]), 100);
+    CHECK_EQ(*static_cast<float *>(k.pointers[18]), 30.0f);
+    CHECK_EQ(*static_cast<float *>(k.pointers[19]), 0.043f);
+    CHECK_EQ(*static_cast<float *>(k.pointers[20]), 0.021f);
+    CHECK_EQ(k.values[21].ptr, CUdeviceptr(0));
+    CHECK_EQ(k.values[22].ptr, CUdeviceptr(0xb000));
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[23]), 2);
+  });
+
+  // A cache of the dtype is not scaled: a kernel that takes the scales gets
+  // 1 and no device copies, whatever the (unset) fields hold.
+  run("marshal_scale_params_without_fp8", [] {
+    BundleDesc d = descFor(fp8Spec("f8E4M3FN"));
+    pa_decode_args a = validArgs(); // AUTO, k_scale = v_scale = 0
+    DecodePlan plan;
+    plan.groupSize = 4;
+    KernelArgs k;
+    marshalParams(d.kernel(Role::Partition), a, plan, k);
+    CHECK_EQ(*static_cast<float *>(k.pointers[16]), 1.0f);
+    CHECK_EQ(*static_cast<float *>(k.pointers[17]), 1.0f);
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[20]), 0);
+  });
+
+  // The Python ctypes mirror depends on the fields' order: the fp8 fields
+  // are appended after logits_soft_cap.
+  run("abi_decode_args_fp8_fields_appended", [] {
+    CHECK_EQ(sizeof(pa_kv_cache_dtype), sizeof(int32_t));
+    CHECK_EQ(offsetof(pa_decode_args, kv_cache_dtype),
+             offsetof(pa_decode_args, logits_soft_cap) + sizeof(float));
+    CHECK_EQ(offsetof(pa_decode_args, k_scale),
+             offsetof(pa_decode_args, kv_cache_dtype) + 4);
+    CHECK_EQ(offsetof(pa_decode_args, v_scale),
+             offsetof(pa_decode_args, k_scale) + 4);
+    CHECK(offsetof(pa_decode_args, k_scale_ptr) >
+          offsetof(pa_decode_args, v_scale));
+    CHECK_EQ(offsetof(pa_decode_args, k_scale_ptr) % 8, size_t(0));
+    CHECK_EQ(offsetof(pa_decode_args, v_scale_ptr),
+             offsetof(pa_decode_args, k_scale_ptr) + 8);
+    CHECK_EQ(sizeof(pa_decode_args),
+             offsetof(pa_decode_args, v_scale_ptr) + 8);
+    CHECK_EQ(int(PA_KV_CACHE_AUTO), 0);
+    CHECK_EQ(int(PA_KV_CACHE_FP8_E4M3), 1);
+    CHECK_EQ(int(PA_KV_CACHE_FP8_E5M2), 2);
   });
 
   run("workspace_bytes", [] {

@@ -54,6 +54,81 @@ void manifestTests() {
     CHECK_EQ(r.grid[2].text, std::string("1")); // omitted: 1
   });
 
+  // fp8 caches: cache_dtype names an fp8 type (MLIR's names) beside a
+  // 16- or 32-bit dtype; the kernels take the five scale parameters.
+  run("manifest_fp8_cache_dtype", [] {
+    struct {
+      const char *cache, *dtype;
+      int elem;
+    } cases[] = {{"f8E4M3FN", "f16", kElemF8E4M3FN},
+                 {"f8E5M2", "f16", kElemF8E5M2},
+                 {"f8E4M3FN", "bf16", kElemF8E4M3FN},
+                 {"f8E5M2", "f32", kElemF8E5M2}};
+    for (const auto &c : cases) {
+      BundleDesc d = descFor(fp8Spec(c.cache, c.dtype));
+      CHECK_EQ(int(d.cacheDtype), c.elem);
+      CHECK_EQ(std::string(dtypeName(d.dtype)), std::string(c.dtype));
+      CHECK_EQ(std::string(elemTypeName(d.cacheDtype)), std::string(c.cache));
+      CHECK(isFp8(d.cacheDtype));
+      CHECK(d.takesFp8Scales());
+      const KernelDesc &p = d.kernel(Role::Partition);
+      CHECK_EQ(p.params.size(), size_t(21));
+      CHECK(p.params[15] == ParamId::SlidingWindow);
+      CHECK(p.params[16] == ParamId::KScale);
+      CHECK(p.params[17] == ParamId::VScale);
+      CHECK(p.params[18] == ParamId::KScalePtr);
+      CHECK(p.params[19] == ParamId::VScalePtr);
+      CHECK(p.params[20] == ParamId::ScalesOnDevice);
+      CHECK_EQ(d.kernel(Role::OnePass).params.size(), size_t(21));
+      CHECK_EQ(d.kernel(Role::Reduce).params.size(), size_t(9)); // unchanged
+    }
+    // A 16-bit bundle does not take them.
+    CHECK(!descFor(Spec()).takesFp8Scales());
+    CHECK_EQ(dtypeBytes(kElemF8E4M3FN), 1);
+    CHECK_EQ(dtypeBytes(kElemF8E5M2), 1);
+    CHECK_EQ(dtypeBytes(PA_BF16), 2);
+    CHECK_EQ(dtypeBytes(PA_F32), 4);
+    // The internal fp8 values are no pa_dtype.
+    CHECK(dtypeName(kElemF8E4M3FN) == nullptr);
+    pa_dtype dt;
+    CHECK(!parseDtype("f8E4M3FN", dt));
+    ElemType et;
+    CHECK(parseElemType("f8E5M2", et) && et == kElemF8E5M2);
+    CHECK(parseElemType("bf16", et) && et == kElemBF16);
+    CHECK(!parseElemType("fp8", et));
+    CHECK(!parseElemType("f8E4M3", et));
+    // The scale names are parameters of any kernel; pointers are 64-bit.
+    CHECK_EQ(std::string(paramName(ParamId::KScalePtr)),
+             std::string("k_scale_ptr"));
+    CHECK_EQ(std::string(paramName(ParamId::ScalesOnDevice)),
+             std::string("scales_on_device"));
+    CHECK(isPointerParam(ParamId::KScalePtr));
+    CHECK(isPointerParam(ParamId::VScalePtr));
+    CHECK(!isPointerParam(ParamId::KScale));
+    CHECK(!isPointerParam(ParamId::ScalesOnDevice));
+  });
+
+  run("manifest_fp8_head_size_multiple_of_16", [] {
+    // x = 16 one-byte elements: head 80 is a multiple of 16, 72 only of 8.
+    Spec s = fp8Spec("f8E4M3FN");
+    s.head = 80;
+    BundleDesc d;
+    CHECK_OK(parseManifest(join(manifestLines(s)), "a.manifest", d));
+    s.head = 72;
+    std::vector<std::string> lines = manifestLines(s);
+    CHECK_STATUS(parseManifest(join(lines), "a.manifest", d), PA_ERROR_BUNDLE,
+                 at("a.manifest", lineOf(lines, "head_size")) +
+                     "head_size 72 is not a multiple of x = 16 (16 bytes of "
+                     "f8E4M3FN)");
+    s = fp8Spec("f8E5M2", "f32");
+    s.head = 72;
+    CHECK_STATUS(parseManifest(join(manifestLines(s)), "a.manifest", d),
+                 PA_ERROR_BUNDLE, "x = 16 (16 bytes of f8E5M2)");
+    Spec f16;
+    f16.head = 72; // x = 8 for f16
+    CHECK_OK(parseManifest(join(manifestLines(f16)), "a.manifest", d));
+  });
+
   run("manifest_comments_blank_lines_crlf", [] {
     std::vector<std::string> lines = manifestLines(Spec());
     lines.insert(lines.begin() + 1, "# a comment line");
@@ -151,6 +226,20 @@ void manifestTests() {
        "unknown dtype 'fp8'", true},
       {"manifest_error_cache_dtype", "cache_dtype", "cache_dtype bf16",
        "cache_dtype bf16 differs from dtype f16", true},
+      {"manifest_error_cache_dtype_f32", "cache_dtype", "cache_dtype f32",
+       "cache_dtype f32 differs from dtype f16: only caches of the query's "
+       "type or fp8 caches (f8E4M3FN, f8E5M2) are supported",
+       true},
+      {"manifest_error_unknown_cache_dtype", "cache_dtype", "cache_dtype fp8",
+       "unknown cache_dtype 'fp8' (expected f16, bf16, f32, f8E4M3FN or "
+       "f8E5M2)",
+       true},
+      {"manifest_error_cache_dtype_e4m3_without_fn", "cache_dtype",
+       "cache_dtype f8E4M3", "unknown cache_dtype 'f8E4M3'", true},
+      {"manifest_error_dtype_fp8_name", "dtype", "dtype f8E4M3FN",
+       "unknown dtype 'f8E4M3FN' (expected f16, bf16 or f32)", true},
+      {"manifest_error_tmp_dtype_fp8_name", "tmp_dtype", "tmp_dtype f8E5M2",
+       "unknown tmp_dtype 'f8E5M2' (expected f16, bf16 or f32)", true},
       {"manifest_error_tmp_dtype", "tmp_dtype", "tmp_dtype bf16",
        "tmp_dtype bf16 must be f32 or the dtype (f16)", true},
       {"manifest_error_head_size_x", "head_size", "head_size 100",
@@ -447,6 +536,75 @@ void variantTests() {
     descs = {half};
     CHECK_EQ(selectVariant(descs, kH200, plain), 0);
     CHECK_EQ(selectVariant(descs, kH200, window), -1);
+  });
+
+  // fp8 caches: the cache type is part of the key. An fp8 bundle serves
+  // only calls with that fp8 type; a 16-bit bundle never serves an fp8
+  // call; a bundle whose kernels lack the scale parameters serves none.
+  run("variant_fp8_cache_dtype", [] {
+    std::vector<BundleDesc> descs = {
+        descFor(Spec()),                      // 0: f16, cache f16
+        descFor(fp8Spec("f8E4M3FN")),         // 1: f16, cache e4m3
+        descFor(fp8Spec("f8E5M2")),           // 2: f16, cache e5m2
+        descFor(fp8Spec("f8E4M3FN", "bf16")), // 3: bf16, cache e4m3
+    };
+    VariantKey f16{PA_F16, PA_F32, 128, 16, 4};
+    VariantKey e4m3 = f16, e5m2 = f16;
+    e4m3.cacheDtype = kElemF8E4M3FN;
+    e5m2.cacheDtype = kElemF8E5M2;
+    VariantKey bf16e4m3 = e4m3, bf16 = f16, f32e4m3 = e4m3;
+    bf16e4m3.dtype = bf16.dtype = PA_BF16;
+    f32e4m3.dtype = PA_F32;
+    VariantKey f16explicit = f16;
+    f16explicit.cacheDtype = kElemF16;
+    CHECK_EQ(selectVariant(descs, kH200, f16), 0);
+    CHECK_EQ(selectVariant(descs, kH200, f16explicit), 0);
+    CHECK_EQ(selectVariant(descs, kH200, e4m3), 1);
+    CHECK_EQ(selectVariant(descs, kH200, e5m2), 2);
+    CHECK_EQ(selectVariant(descs, kH200, bf16e4m3), 3);
+    CHECK_EQ(selectVariant(descs, kH200, bf16), -1); // only an fp8 bf16
+    CHECK_EQ(selectVariant(descs, kH200, f32e4m3), -1);
+    // A 16-bit bundle never serves an fp8 call, an fp8 one never a 16-bit.
+    std::vector<BundleDesc> only16 = {descFor(Spec())};
+    CHECK_EQ(selectVariant(only16, kH200, e4m3), -1);
+    CHECK_EQ(selectVariant(only16, kH200, e5m2), -1);
+    std::vector<BundleDesc> only8 = {descFor(fp8Spec("f8E4M3FN"))};
+    CHECK_EQ(selectVariant(only8, kH200, f16), -1);
+    CHECK_EQ(selectVariant(only8, kH200, e5m2), -1);
+    CHECK_EQ(selectVariant(only8, kV100, e4m3), 0);
+    // Without the five scale parameters (partition or one-pass kernel), an
+    // fp8 bundle serves nothing.
+    Spec bare = fp8Spec("f8E4M3FN");
+    bare.fp8Scales = false;
+    std::vector<BundleDesc> noScales = {descFor(bare)};
+    CHECK(!noScales[0].takesFp8Scales());
+    CHECK_EQ(selectVariant(noScales, kH200, e4m3), -1);
+    BundleDesc half = descFor(fp8Spec("f8E4M3FN"));
+    half.kernels[int(Role::OnePass)].params.pop_back(); // no scales_on_device
+    CHECK(!half.takesFp8Scales());
+    CHECK_EQ(selectVariant({half}, kH200, e4m3), -1);
+    Spec noOnePass = fp8Spec("f8E4M3FN");
+    noOnePass.onePass = false;
+    CHECK_EQ(selectVariant({descFor(noOnePass)}, kH200, e4m3), 0);
+  });
+
+  run("variant_fp8_features", [] {
+    Spec lean = fp8Spec("f8E5M2"), ext = fp8Spec("f8E5M2");
+    ext.name = "ext";
+    ext.features = kExtFeatures;
+    std::vector<BundleDesc> descs = {descFor(ext), descFor(lean),
+                                     descFor(tileSpec(4))};
+    CHECK_EQ(descs[0].kernel(Role::Partition).params.size(), size_t(24));
+    CHECK(descs[0].takesFp8Scales());
+    VariantKey plain{PA_F16, PA_F32, 128, 16, 4};
+    plain.cacheDtype = kElemF8E5M2;
+    VariantKey alibi = plain, window = plain;
+    alibi.extLogits = true;
+    window.slidingWindow = true;
+    CHECK_EQ(descs[selectVariant(descs, kH200, plain)].name, lean.name);
+    CHECK_EQ(descs[selectVariant(descs, kH200, window)].name, lean.name);
+    CHECK_EQ(descs[selectVariant(descs, kH200, alibi)].name,
+             std::string("ext"));
   });
 
   // The chip decides before the tile: on an H200 the sm_90 tensor-core

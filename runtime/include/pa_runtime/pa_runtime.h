@@ -67,10 +67,20 @@ typedef enum pa_dtype {
   PA_F32 = 2,
 } pa_dtype;
 
+/// The element type of the KV caches (docs/runtime.md). AUTO: the caches
+/// hold `dtype`. The fp8 types store one byte per element, value = stored *
+/// scale (k_scale / v_scale below): E4M3 is OCP FP8 E4M3FN (finite, max 448;
+/// vLLM's "fp8" / "fp8_e4m3"), E5M2 the IEEE-like E5M2 (max 57344).
+typedef enum pa_kv_cache_dtype {
+  PA_KV_CACHE_AUTO = 0,
+  PA_KV_CACHE_FP8_E4M3 = 1,
+  PA_KV_CACHE_FP8_E5M2 = 2,
+} pa_kv_cache_dtype;
+
 /// One decode_v2 call. Pointers are device pointers to contiguous row-major
 /// tensors with the shapes of the contract (docs/runtime.md).
 typedef struct pa_decode_args {
-  pa_dtype dtype;      /* query, output and caches */
+  pa_dtype dtype;      /* query, output (and caches unless kv_cache_dtype) */
   pa_dtype tmp_dtype;  /* tmp_output: PA_F32 or dtype */
   int32_t num_seqs, num_heads, num_kv_heads, head_size, block_size;
   int32_t num_blocks;          /* key/value cache dim 0 (for argument checks) */
@@ -91,6 +101,13 @@ typedef struct pa_decode_args {
   int32_t sliding_window;
   /// logit = cap * tanh(logit / cap) before ALiBi (0: no cap).
   float logits_soft_cap;
+  /// fp8 KV caches (docs/runtime.md): the cache element type; AUTO = dtype.
+  pa_kv_cache_dtype kv_cache_dtype;
+  /// fp8: value = stored * scale. Used when the pointer below is 0.
+  float k_scale, v_scale;
+  /// fp8: when nonzero, one f32 on the device that the kernel reads at run
+  /// time instead of k_scale / v_scale (a CUDA graph can change it).
+  CUdeviceptr k_scale_ptr, v_scale_ptr;
 } pa_decode_args;
 
 /// Checks the arguments, picks the variant, computes the grid and launches
