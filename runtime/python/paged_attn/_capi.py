@@ -36,6 +36,15 @@ PA_F32 = 2
 
 DTYPE_NAMES = {PA_F16: "f16", PA_BF16: "bf16", PA_F32: "f32"}
 
+# pa_kv_cache_dtype: the caches' element type. AUTO: the query's dtype; the
+# fp8 types hold one byte per element, value = stored * scale.
+PA_KV_CACHE_AUTO = 0
+PA_KV_CACHE_FP8_E4M3 = 1  # OCP FP8 E4M3FN (vLLM's "fp8", "fp8_e4m3")
+PA_KV_CACHE_FP8_E5M2 = 2
+
+KV_CACHE_DTYPE_NAMES = {PA_KV_CACHE_AUTO: "auto", PA_KV_CACHE_FP8_E4M3: "fp8_e4m3",
+                        PA_KV_CACHE_FP8_E5M2: "fp8_e5m2"}
+
 CUdeviceptr = ctypes.c_uint64  # unsigned long long on every 64-bit target
 CUstream = ctypes.c_void_p
 _enum = ctypes.c_int  # C enums with small values are int-sized
@@ -78,6 +87,14 @@ class DecodeArgs(ctypes.Structure):
         ("alibi_slopes", CUdeviceptr),
         ("sliding_window", ctypes.c_int32),
         ("logits_soft_cap", ctypes.c_float),
+        # fp8 KV caches: the element type (AUTO: the caches hold dtype), the
+        # scales (value = stored * scale) used when their pointer is 0, and
+        # the pointers to one f32 on the device read by the kernel at run time.
+        ("kv_cache_dtype", _enum),
+        ("k_scale", ctypes.c_float),
+        ("v_scale", ctypes.c_float),
+        ("k_scale_ptr", CUdeviceptr),
+        ("v_scale_ptr", CUdeviceptr),
     ]
 
 

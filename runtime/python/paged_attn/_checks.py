@@ -12,6 +12,7 @@
 #
 #===------------------------------------------------------------------------===#
 
+import ctypes
 import math
 import numbers
 import operator
@@ -27,6 +28,9 @@ PARTITION_SIZE = 512
 SUPPORTED_HEAD_SIZES = (64, 80, 96, 112, 128, 192, 256)
 SUPPORTED_BLOCK_SIZES = (8, 16, 32)
 KEY_PACK_BYTES = 16
+#: fp8 caches: the key cache packs x = 16 one-byte elements, so head_size
+#: must be a multiple of it.
+FP8_X = KEY_PACK_BYTES
 
 _INT32_MAX = 2 ** 31 - 1
 
@@ -35,6 +39,23 @@ _PA_DTYPE = {
     torch.bfloat16: _capi.PA_BF16,
     torch.float32: _capi.PA_F32,
 }
+
+#: kv_cache_dtype names (vLLM's): "fp8" is "fp8_e4m3", OCP FP8 E4M3FN.
+KV_CACHE_DTYPES = {
+    "auto": _capi.PA_KV_CACHE_AUTO,
+    "fp8": _capi.PA_KV_CACHE_FP8_E4M3,
+    "fp8_e4m3": _capi.PA_KV_CACHE_FP8_E4M3,
+    "fp8_e5m2": _capi.PA_KV_CACHE_FP8_E5M2,
+}
+
+# The torch dtype of each fp8 kind (None where this torch lacks it: uint8
+# caches still work). uint8 is vLLM's storage convention for either kind.
+_FP8_TORCH = {
+    _capi.PA_KV_CACHE_FP8_E4M3: getattr(torch, "float8_e4m3fn", None),
+    _capi.PA_KV_CACHE_FP8_E5M2: getattr(torch, "float8_e5m2", None),
+}
+_FP8_NAME = {_capi.PA_KV_CACHE_FP8_E4M3: "float8_e4m3fn",
+             _capi.PA_KV_CACHE_FP8_E5M2: "float8_e5m2"}
 
 # vLLM's ops.paged_attention_v2 takes these keywords beyond the seed's. They
 # only matter for block-sparse attention (blocksparse_vert_stride > 1), so a
@@ -50,7 +71,8 @@ class Call:
     __slots__ = ("dtype", "tmp_dtype", "num_seqs", "num_heads", "num_kv_heads", "head_size",
                  "block_size", "num_blocks", "max_blocks_per_seq", "max_num_partitions",
                  "max_seq_len", "scale", "device_index", "tensors", "alibi_slopes",
-                 "sliding_window", "logits_soft_cap")
+                 "sliding_window", "logits_soft_cap", "kv_cache_dtype", "k_scale", "v_scale",
+                 "k_scale_ptr", "v_scale_ptr")
 
 
 def _dtype_name(dt):
@@ -65,6 +87,51 @@ def _int_arg(name, value):
     except TypeError:
         raise TypeError("%s(): %s must be an int, got %s %r"
                         % (_FN, name, type(value).__name__, value)) from None
+
+
+def _kv_cache_dtype_arg(value):
+    """kv_cache_dtype: "auto", "fp8", "fp8_e4m3" or "fp8_e5m2" -> pa_kv_cache_dtype."""
+    if not isinstance(value, str):
+        raise TypeError("%s(): kv_cache_dtype must be a str, got %s"
+                        % (_FN, type(value).__name__))
+    kv = KV_CACHE_DTYPES.get(value)
+    if kv is None:
+        raise ValueError(
+            "%s(): kv_cache_dtype=%r is not supported; expected one of %s (\"auto\": the caches "
+            "hold the query's dtype; \"fp8\" = \"fp8_e4m3\": OCP E4M3FN bytes)"
+            % (_FN, value, ", ".join(repr(k) for k in KV_CACHE_DTYPES)))
+    return kv
+
+
+def _fp8_scale(name, value, kv_name):
+    """k_scale / v_scale with an fp8 cache (value = stored * scale): a real
+    number > 0, finite as a float32 -> (value, None); or a float32 tensor of
+    one element -> (1.0, tensor), whose value the kernel reads on the device
+    at run time (never read here: that would synchronise). Its device and
+    alignment are checked with the other tensors' (last)."""
+    if isinstance(value, torch.Tensor):
+        if value.dtype != torch.float32:
+            raise TypeError("%s(): %s must be a float32 tensor (one value, read by the kernel on "
+                            "the device) or a Python float, got a %s tensor"
+                            % (_FN, name, _dtype_name(value.dtype)))
+        if value.numel() != 1:
+            raise ValueError("%s(): %s must hold one value, got shape %s"
+                             % (_FN, name, list(value.shape)))
+        return 1.0, value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError("%s(): %s must be a float or a float32 CUDA tensor of one element, got %s"
+                        % (_FN, name, type(value).__name__))
+    try:
+        v = float(value)
+    except OverflowError:
+        v = math.inf
+    f32 = ctypes.c_float(v).value
+    if not (math.isfinite(f32) and f32 > 0.0):
+        raise ValueError("%s(): %s must be finite and > 0 with kv_cache_dtype=%r (value = stored "
+                         "* %s), got %r%s"
+                         % (_FN, name, kv_name, name, value,
+                            " (%r as a float32)" % f32 if math.isfinite(v) and v > 0 else ""))
+    return v, None
 
 
 def _unit_scale(name, value):
@@ -84,7 +151,8 @@ def _unit_scale(name, value):
     if float(value) != 1.0:
         raise ValueError(
             "%s(): %s=%r has no meaning with kv_cache_dtype=\"auto\" (only 1.0 is accepted); "
-            "scaled fp8 KV caches are not supported yet" % (_FN, name, value))
+            "scales apply to fp8 caches (kv_cache_dtype \"fp8\", \"fp8_e4m3\" or \"fp8_e5m2\")"
+            % (_FN, name, value))
 
 
 def _check_kwargs(kwargs):
@@ -153,19 +221,20 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
     window = _window_arg(sliding_window)
     soft_cap = _soft_cap_arg(logits_soft_cap)
     alibi = None if alibi_slopes is None else _tensor("alibi_slopes", alibi_slopes)
-    if not isinstance(kv_cache_dtype, str):
-        raise TypeError("%s(): kv_cache_dtype must be a str, got %s"
-                        % (_FN, type(kv_cache_dtype).__name__))
-    if kv_cache_dtype != "auto":
-        raise NotImplementedError(
-            "%s(): kv_cache_dtype=%r is not supported yet; only \"auto\" (the cache holds the "
-            "query's dtype) is" % (_FN, kv_cache_dtype))
-    # Fast path for the Python float 1.0; anything else (a tensor included,
-    # which must not be compared on the device) goes through _unit_scale.
-    if not (type(k_scale) is float and k_scale == 1.0):
-        _unit_scale("k_scale", k_scale)
-    if not (type(v_scale) is float and v_scale == 1.0):
-        _unit_scale("v_scale", v_scale)
+    kv = _kv_cache_dtype_arg(kv_cache_dtype)
+    fp8 = kv != _capi.PA_KV_CACHE_AUTO
+    k_scale_t = v_scale_t = None
+    if fp8:
+        k_scale, k_scale_t = _fp8_scale("k_scale", k_scale, kv_cache_dtype)
+        v_scale, v_scale_t = _fp8_scale("v_scale", v_scale, kv_cache_dtype)
+    else:
+        # Fast path for the Python float 1.0; anything else (a tensor included,
+        # which must not be compared on the device) goes through _unit_scale.
+        if not (type(k_scale) is float and k_scale == 1.0):
+            _unit_scale("k_scale", k_scale)
+        if not (type(v_scale) is float and v_scale == 1.0):
+            _unit_scale("v_scale", v_scale)
+        k_scale = v_scale = 1.0
     if not isinstance(fixed_grid, bool):
         raise TypeError("%s(): fixed_grid must be a bool, got %s"
                         % (_FN, type(fixed_grid).__name__))
@@ -199,10 +268,17 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
     if pa_dtype is None:
         raise TypeError("%s(): query must be float16, bfloat16 or float32, got %s"
                         % (_FN, _dtype_name(dt)))
-    for name, t in (("output", out), ("key_cache", kc), ("value_cache", vc)):
-        if t.dtype != dt:
-            raise TypeError("%s(): %s must have the query's dtype %s, got %s"
-                            % (_FN, name, _dtype_name(dt), _dtype_name(t.dtype)))
+    if out.dtype != dt:
+        raise TypeError("%s(): output must have the query's dtype %s, got %s"
+                        % (_FN, _dtype_name(dt), _dtype_name(out.dtype)))
+    for name, t in (("key_cache", kc), ("value_cache", vc)):
+        if fp8:
+            _check_fp8_cache(name, t, kv, kv_cache_dtype)
+        elif t.dtype != dt:
+            raise TypeError("%s(): %s must have the query's dtype %s, got %s%s"
+                            % (_FN, name, _dtype_name(dt), _dtype_name(t.dtype),
+                               "; an fp8 cache needs kv_cache_dtype=\"fp8\" (E4M3) or "
+                               "\"fp8_e5m2\"" if _is_byte_dtype(t.dtype) else ""))
     for name, t in (("block_tables", bt), ("seq_lens", sl)):
         if t.dtype != torch.int32:
             raise TypeError("%s(): %s must be int32, got %s" % (_FN, name, _dtype_name(t.dtype)))
@@ -225,6 +301,10 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
     if tuple(out.shape) != (S, H, D):
         raise _shape_error("output", "[num_seqs, num_heads, head_size] = %s" % [S, H, D], out,
                            " (the query's)")
+    if fp8 and D % FP8_X:
+        raise ValueError("%s(): head_size %d (query.shape[2]) must be a multiple of %d with "
+                         "kv_cache_dtype=%r (the key cache packs x = 16 one-byte elements)"
+                         % (_FN, D, FP8_X, kv_cache_dtype))
     x = KEY_PACK_BYTES // kc.element_size()
     if kc.dim() != 5:
         raise _shape_error("key_cache", "[num_blocks, num_kv_heads, head_size/x, block_size, x]",
@@ -306,6 +386,8 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
                ("tmp_output", tmp))
     if alibi is not None:
         tensors += (("alibi_slopes", alibi),)
+    scale_tensors = tuple((n, t) for n, t in (("k_scale", k_scale_t), ("v_scale", v_scale_t))
+                          if t is not None)
     for name, t in tensors:
         if not t.is_contiguous():
             raise ValueError("%s(): %s must be contiguous (row-major, no gaps), got strides %s "
@@ -316,6 +398,10 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
         if t.data_ptr() % 16:
             raise ValueError("%s(): %s must start at a 16-byte aligned address (the kernels use "
                              "16-byte loads), got 0x%x" % (_FN, name, t.data_ptr()))
+    for name, t in scale_tensors:
+        if t.data_ptr() % 4:
+            raise ValueError("%s(): %s must start at a 4-byte aligned address (one float32), "
+                             "got 0x%x" % (_FN, name, t.data_ptr()))
 
     # --- devices ------------------------------------------------------------------
     dev = q.device
@@ -326,6 +412,12 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
         if d != dev:
             raise ValueError("%s(): %s is on %s but query is on %s; all tensors must be on one "
                              "CUDA device" % (_FN, name, d, dev))
+    for name, t in scale_tensors:
+        d = t.device
+        if d != dev:
+            raise ValueError("%s(): %s is a tensor on %s but query is on %s; with an fp8 cache a "
+                             "scale tensor is read by the kernel on the device: put it on %s, or "
+                             "pass a Python float" % (_FN, name, d, dev, dev))
 
     c = Call()
     c.dtype, c.tmp_dtype = pa_dtype, pa_tmp_dtype
@@ -338,4 +430,30 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
     c.alibi_slopes = alibi.data_ptr() if alibi is not None else 0
     c.sliding_window = window
     c.logits_soft_cap = soft_cap
+    c.kv_cache_dtype = kv
+    c.k_scale, c.v_scale = k_scale, v_scale
+    c.k_scale_ptr = k_scale_t.data_ptr() if k_scale_t is not None else 0
+    c.v_scale_ptr = v_scale_t.data_ptr() if v_scale_t is not None else 0
     return c
+
+
+def _is_byte_dtype(dt):
+    return dt == torch.uint8 or _dtype_name(dt).startswith("float8")
+
+
+def _check_fp8_cache(name, t, kv, kv_name):
+    """An fp8 cache: uint8 (vLLM's storage, read as kv) or the torch float8
+    dtype of kv."""
+    want = _FP8_TORCH[kv]
+    if t.dtype == torch.uint8 or (want is not None and t.dtype == want):
+        return
+    got = _dtype_name(t.dtype)
+    for other, other_name in _FP8_NAME.items():
+        if other != kv and got == other_name:
+            raise TypeError(
+                "%s(): %s is %s, which disagrees with kv_cache_dtype=%r (%s bytes); pass "
+                "kv_cache_dtype=%r for %s caches, or uint8 caches"
+                % (_FN, name, got, kv_name, _FP8_NAME[kv], _capi.KV_CACHE_DTYPE_NAMES[other],
+                   got))
+    raise TypeError("%s(): %s must be uint8 or %s with kv_cache_dtype=%r (one byte per element), "
+                    "got %s" % (_FN, name, _FP8_NAME[kv], kv_name, got))

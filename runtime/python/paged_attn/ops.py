@@ -112,7 +112,8 @@ def _decode_args(c):
         c.dtype, c.tmp_dtype, c.num_seqs, c.num_heads, c.num_kv_heads, c.head_size,
         c.block_size, c.num_blocks, c.max_blocks_per_seq, c.max_num_partitions, PARTITION_SIZE,
         c.max_seq_len, c.scale, *[t.data_ptr() for _, t in c.tensors[:9]],
-        c.alibi_slopes, c.sliding_window, c.logits_soft_cap)
+        c.alibi_slopes, c.sliding_window, c.logits_soft_cap,
+        c.kv_cache_dtype, c.k_scale, c.v_scale, c.k_scale_ptr, c.v_scale_ptr)
 
 
 def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
@@ -125,7 +126,7 @@ def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cach
     The seed's signature and vLLM's layouts (docs/python.md):
       query        [num_seqs, num_heads, head_size]                         f16/bf16/f32
       key_cache    [num_blocks, num_kv_heads, head_size/x, block_size, x]   query's, x = 16 B / elt
-      value_cache  [num_blocks, num_kv_heads, head_size, block_size]        query's dtype
+      value_cache  [num_blocks, num_kv_heads, head_size, block_size]        query's (or fp8)
       block_tables [num_seqs, max_blocks_per_seq] int32;  seq_lens [num_seqs] int32
       output       [num_seqs, num_heads, head_size]                         query's dtype
       exp_sums, max_logits [num_seqs, num_heads, max_num_partitions]        float32
@@ -134,8 +135,12 @@ def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cach
     device; the kernels run on that device's current torch stream, asynchronously.
 
     alibi_slopes: None or a float32 [num_heads] tensor (logit += slope * (token - seq_len + 1)).
-    kv_cache_dtype must be "auto" (k_scale = v_scale = 1.0): fp8 caches are refused, never
-    ignored.
+    kv_cache_dtype: "auto" (the caches hold the query's dtype; k_scale = v_scale = 1.0), or
+    fp8 caches: "fp8" / "fp8_e4m3" (OCP E4M3FN) or "fp8_e5m2", caches of torch.uint8 (vLLM's
+    storage) or the matching torch.float8_e4m3fn / torch.float8_e5m2, x = 16 (head_size a
+    multiple of 16), value = stored * k_scale (v_scale). Each scale is a Python float > 0 or a
+    float32 CUDA tensor of one element on the query's device, read by the kernel when it runs
+    (never on the host), so a CUDA graph replay sees its current value.
 
     sliding_window (keyword only): attend to each sequence's last sliding_window tokens.
     logits_soft_cap (keyword only): logit = cap * tanh(logit / cap) before ALiBi (Gemma 2). vLLM's block-sparse keywords are accepted for a dense

@@ -17,8 +17,29 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 PARTITION = 512
 
-# Relative error bounds against the float64 reference, per dtype name.
+# Relative error bounds against the float64 reference, per dtype name (of
+# the query: fp8 caches dequantize exactly, only the accumulation differs).
 BOUNDS = {"float16": 5e-3, "bfloat16": 1e-2, "float32": 1e-4}
+
+# kv_cache_dtype -> the torch dtype name its bytes are read as.
+FP8_TORCH_NAMES = {"fp8": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn",
+                   "fp8_e5m2": "float8_e5m2"}
+
+
+def fp8_dtype(torch, kv_cache_dtype):
+    """The torch float8 dtype of an fp8 kv_cache_dtype; None for None/"auto"."""
+    if kv_cache_dtype in (None, "auto"):
+        return None
+    return getattr(torch, FP8_TORCH_NAMES[kv_cache_dtype])
+
+
+def element_size(torch, dt):
+    """Bytes per element of a query or cache dtype (also on a stand-in torch)."""
+    sizes = {torch.float16: 2, torch.bfloat16: 2, torch.float32: 4, torch.uint8: 1}
+    for name in ("float8_e4m3fn", "float8_e5m2"):
+        if hasattr(torch, name):
+            sizes[getattr(torch, name)] = 1
+    return sizes[dt]
 
 
 def import_paged_attn():
@@ -120,19 +141,31 @@ class Case:
 
     def __init__(self, S, H, KVH, D, BS, lens, dtype, tmp_dtype=None, seed=0, device="cuda",
                  extra_blocks=3, extra_table=0, extra_partitions=0, q_scale=1.0,
-                 poison_padding=True, alibi=False, poison_before=None):
+                 poison_padding=True, alibi=False, poison_before=None, kv_cache_dtype=None,
+                 k_scale=1.0, v_scale=1.0, cache_storage="uint8", scales_on_device=(False, False),
+                 cache_mag=2.0):
+        """kv_cache_dtype "fp8"/"fp8_e4m3"/"fp8_e5m2": the caches hold fp8 bytes of
+        randn * cache_mag (stored as torch.uint8 for cache_storage "uint8", else as
+        the float8 dtype), value = stored * k_scale (v_scale); scales_on_device
+        passes k_scale / v_scale as float32 CUDA tensors instead of floats."""
         import torch
         assert len(lens) == S and all(1 <= L for L in lens)
         self.S, self.H, self.KVH, self.D, self.BS = S, H, KVH, D, BS
         self.lens, self.dtype = list(lens), dtype
         self.tmp_dtype = tmp_dtype if tmp_dtype is not None else torch.float32
+        fp8 = fp8_dtype(torch, kv_cache_dtype)
+        self.kv_cache_dtype = kv_cache_dtype if fp8 is not None else None
         g = torch.Generator().manual_seed(seed)
-        x = 16 // torch.tensor([], dtype=dtype).element_size()
+        x = 16 // (1 if fp8 is not None else torch.tensor([], dtype=dtype).element_size())
         nb_seq = [-(-L // BS) for L in lens]
         MB = max(nb_seq) + extra_table
         NB = sum(nb_seq) + extra_blocks + 1  # the last block is the poison block
-        kc = torch.randn(NB, KVH, D // x, BS, x, generator=g) * 0.5
-        vc = torch.randn(NB, KVH, D, BS, generator=g)
+        if fp8 is None:
+            kc = torch.randn(NB, KVH, D // x, BS, x, generator=g) * 0.5
+            vc = torch.randn(NB, KVH, D, BS, generator=g)
+        else:
+            kc = torch.randn(NB, KVH, D // x, BS, x, generator=g) * cache_mag
+            vc = torch.randn(NB, KVH, D, BS, generator=g) * cache_mag
         poison = NB - 1
         perm = torch.randperm(NB - 1, generator=g)
         bt = torch.full((S, MB), poison, dtype=torch.int32)
@@ -165,8 +198,29 @@ class Case:
         self.P = -(-self.max_seq_len // PARTITION) + extra_partitions
         self.MB, self.NB = MB, NB
         self.query = q.to(dtype).to(device)
-        self.key_cache = kc.to(dtype).to(device)
-        self.value_cache = vc.to(dtype).to(device)
+        if fp8 is None:
+            self.key_cache = kc.to(dtype).to(device)
+            self.value_cache = vc.to(dtype).to(device)
+            self.k_scale = self.v_scale = 1.0
+        else:
+            # Exact fp8 values (NaN poison stays NaN); the reference reads the
+            # same bytes back. The scales as the kernel sees them (float32).
+            k8, v8 = kc.to(fp8), vc.to(fp8)
+            if cache_storage == "uint8":
+                k8, v8 = k8.view(torch.uint8), v8.view(torch.uint8)
+            else:
+                assert cache_storage == "float8", cache_storage
+            self.cache_storage = cache_storage
+            self.key_cache = k8.to(device)
+            self.value_cache = v8.to(device)
+            self.k_scale = float(torch.tensor(k_scale, dtype=torch.float32))
+            self.v_scale = float(torch.tensor(v_scale, dtype=torch.float32))
+            # The arguments: floats, or one-element float32 tensors on the
+            # device (a 0-dim one for k, shape [1] for v, as vLLM has both).
+            self.k_scale_arg = (torch.tensor(k_scale, dtype=torch.float32, device=device)
+                                if scales_on_device[0] else k_scale)
+            self.v_scale_arg = (torch.full((1,), v_scale, dtype=torch.float32, device=device)
+                                if scales_on_device[1] else v_scale)
         self.block_tables = bt.to(device)
         self.seq_lens = torch.tensor(lens, dtype=torch.int32, device=device)
         self.scale = 1.0 / math.sqrt(D)
@@ -184,9 +238,18 @@ class Case:
     def args(self, max_seq_len="auto"):
         """The seed's positional arguments."""
         msl = self.max_seq_len if max_seq_len == "auto" else max_seq_len
-        return (self.output, self.exp_sums, self.max_logits, self.tmp_output, self.query,
+        args = (self.output, self.exp_sums, self.max_logits, self.tmp_output, self.query,
                 self.key_cache, self.value_cache, self.KVH, self.scale, self.block_tables,
                 self.seq_lens, self.BS, msl, self.alibi_slopes)
+        if self.kv_cache_dtype is not None:  # positional, as vLLM passes them
+            args += (self.kv_cache_dtype, self.k_scale_arg, self.v_scale_arg)
+        return args
+
+    def reference(self, sliding_window=None, logits_soft_cap=None):
+        """The float64 reference of this case."""
+        return reference(self.query, self.key_cache, self.value_cache, self.block_tables,
+                         self.seq_lens, self.scale, self.alibi_slopes, sliding_window,
+                         logits_soft_cap, self.kv_cache_dtype, self.k_scale, self.v_scale)
 
     def poison(self):
         for t in (self.output, self.exp_sums, self.max_logits, self.tmp_output):
@@ -195,28 +258,45 @@ class Case:
     def describe(self):
         import torch
         lens = self.lens if len(self.lens) <= 6 else self.lens[:5] + ["...%d seqs" % self.S]
-        return "%s tmp=%s S=%d H=%d KVH=%d D=%d BS=%d lens=%s P=%d" % (
-            str(self.dtype).replace("torch.", ""), str(self.tmp_dtype).replace("torch.", ""),
+        kv = ""
+        if self.kv_cache_dtype is not None:
+            kv = " kv=%s(%s) k_scale=%s v_scale=%s" % (
+                self.kv_cache_dtype, str(self.key_cache.dtype).replace("torch.", ""),
+                "dev" if isinstance(self.k_scale_arg, torch.Tensor) else "%g" % self.k_scale,
+                "dev" if isinstance(self.v_scale_arg, torch.Tensor) else "%g" % self.v_scale)
+        return "%s tmp=%s%s S=%d H=%d KVH=%d D=%d BS=%d lens=%s P=%d" % (
+            str(self.dtype).replace("torch.", ""), str(self.tmp_dtype).replace("torch.", ""), kv,
             self.S, self.H, self.KVH, self.D, self.BS, lens, self.P)
 
 
 def reference(query, key_cache, value_cache, block_tables, seq_lens, scale, alibi_slopes=None,
-              sliding_window=None, logits_soft_cap=None):
+              sliding_window=None, logits_soft_cap=None, kv_cache_dtype=None, k_scale=1.0,
+              v_scale=1.0):
     """float64 reference on the inputs' device, one sequence at a time:
     logit = cap * tanh(scale * q.k / cap) + slope * (t - L + 1) over the last
-    sliding_window tokens (every token without one)."""
+    sliding_window tokens (every token without one). With an fp8
+    kv_cache_dtype the caches' bytes (uint8 or float8) are read as that fp8
+    type: key = stored * k_scale, value = stored * v_scale (floats)."""
     import torch
     S, H, D = query.shape
     NB, KVH, Dx, BS, x = key_cache.shape
     G = H // KVH
     lens = seq_lens.tolist()
+    fp8 = fp8_dtype(torch, kv_cache_dtype)
+
+    def gather(cache, blocks, cache_scale):
+        if fp8 is None:
+            return cache[blocks].double()
+        # Index the bytes (uint8 indexing works everywhere), then read them as fp8.
+        return cache.view(torch.uint8)[blocks].view(fp8).to(torch.float64) * float(cache_scale)
+
     out = torch.empty(S, H, D, dtype=torch.float64, device=query.device)
     for s in range(S):
         L = lens[s]
         nb = -(-L // BS)
         blocks = block_tables[s, :nb].long()
-        k = key_cache[blocks].permute(0, 3, 1, 2, 4).reshape(nb * BS, KVH, D)[:L].double()
-        v = value_cache[blocks].permute(0, 3, 1, 2).reshape(nb * BS, KVH, D)[:L].double()
+        k = gather(key_cache, blocks, k_scale).permute(0, 3, 1, 2, 4).reshape(nb * BS, KVH, D)[:L]
+        v = gather(value_cache, blocks, v_scale).permute(0, 3, 1, 2).reshape(nb * BS, KVH, D)[:L]
         # The window's tokens only (those before it may hold anything, NaN too).
         first = L - sliding_window if sliding_window and L > sliding_window else 0
         k, v = k[first:], v[first:]
@@ -260,24 +340,33 @@ def check_close(out, ref, dtype, what="output"):
 
 
 def baseline(torch, make, device, dtype=None, S=3, H=8, KVH=2, D=64, BS=16, MB=80, NB=12,
-             max_seq_len=600, tmp_dtype=None):
+             max_seq_len=600, tmp_dtype=None, kv_cache_dtype=None, cache_dtype=None):
     """A valid call's arguments as a dict (keyword names of the seed's signature).
-    `make(shape, dtype, device)` creates a tensor (contents irrelevant here)."""
+    `make(shape, dtype, device)` creates a tensor (contents irrelevant here).
+    With an fp8 kv_cache_dtype the caches are cache_dtype (default uint8, x = 16)
+    and the dict also holds kv_cache_dtype, k_scale 0.05 and v_scale 0.1."""
     dtype = dtype or torch.float16
-    x = 16 // {torch.float16: 2, torch.bfloat16: 2, torch.float32: 4}[dtype]
+    fp8 = kv_cache_dtype not in (None, "auto")
+    cache_dtype = cache_dtype or (torch.uint8 if fp8 else dtype)
+    x = 16 // element_size(torch, cache_dtype)
     P = -(-max_seq_len // PARTITION)
-    return dict(
+    args = dict(
         output=make((S, H, D), dtype, device),
         exp_sums=make((S, H, P), torch.float32, device),
         max_logits=make((S, H, P), torch.float32, device),
         tmp_output=make((S, H, P, D), tmp_dtype or torch.float32, device),
         query=make((S, H, D), dtype, device),
-        key_cache=make((NB, KVH, D // x, BS, x), dtype, device),
-        value_cache=make((NB, KVH, D, BS), dtype, device),
+        key_cache=make((NB, KVH, D // x, BS, x), cache_dtype, device),
+        value_cache=make((NB, KVH, D, BS), cache_dtype, device),
         num_kv_heads=KVH, scale=0.125,
         block_tables=make((S, MB), torch.int32, device),
         seq_lens=make((S,), torch.int32, device),
         block_size=BS, max_seq_len=max_seq_len, alibi_slopes=None)
+    if kv_cache_dtype is not None:
+        args["kv_cache_dtype"] = kv_cache_dtype
+        if fp8:
+            args.update(k_scale=0.05, v_scale=0.1)
+    return args
 
 
 def refusal_cases(torch, make, device, make_strided=None, make_misaligned=None):
@@ -294,6 +383,9 @@ def refusal_cases(torch, make, device, make_strided=None, make_misaligned=None):
 
     S, H, KVH, D, BS, MB, NB, P = 3, 8, 2, 64, 16, 80, 12, 2
     m = lambda shape, dt=f16: make(shape, dt, device)  # noqa: E731
+    u8 = torch.uint8
+    F8 = lambda kv="fp8", **kw: B(kv_cache_dtype=kv, **kw)  # noqa: E731
+    e4m3, e5m2 = getattr(torch, "float8_e4m3fn", None), getattr(torch, "float8_e5m2", None)
     small_workspace = mod(max_seq_len=1100)  # P = 2 partitions, 1100 tokens need 3
     cases = [
         # keywords and unsupported features
@@ -318,14 +410,58 @@ def refusal_cases(torch, make, device, make_strided=None, make_misaligned=None):
          ["logits_soft_cap"]),
         ("logits_soft_cap a string", mod(logits_soft_cap="30"), TypeError,
          ["logits_soft_cap must be a float"]),
-        ("kv_cache_dtype fp8", mod(kv_cache_dtype="fp8"), NotImplementedError,
-         ["kv_cache_dtype='fp8'", "auto"]),
+        ("kv_cache_dtype unknown", mod(kv_cache_dtype="int8"), ValueError,
+         ["kv_cache_dtype='int8' is not supported", "'auto'", "'fp8'", "'fp8_e4m3'",
+          "'fp8_e5m2'"]),
+        ("kv_cache_dtype a torch dtype name", mod(kv_cache_dtype="float8_e4m3fn"), ValueError,
+         ["kv_cache_dtype='float8_e4m3fn'"]),
         ("kv_cache_dtype not a str", mod(kv_cache_dtype=None), TypeError,
          ["kv_cache_dtype must be a str"]),
         ("k_scale 0.5", mod(k_scale=0.5), ValueError, ["k_scale=0.5", "auto"]),
         ("v_scale 2", mod(v_scale=2.0), ValueError, ["v_scale=2.0"]),
         ("k_scale a string", mod(k_scale="1"), TypeError, ["k_scale must be a float"]),
         ("fixed_grid not a bool", mod(fixed_grid=1), TypeError, ["fixed_grid must be a bool"]),
+        # fp8 caches: dtypes, scales, layout (x = 16)
+        ("fp8 with float16 caches", mod(kv_cache_dtype="fp8"), TypeError,
+         ["key_cache must be uint8 or float8_e4m3fn with kv_cache_dtype='fp8'", "float16"]),
+        ("fp8_e5m2 with a float16 value_cache",
+         mod(F8("fp8_e5m2"), value_cache=m((NB, KVH, D, BS), f16)), TypeError,
+         ["value_cache must be uint8 or float8_e5m2 with kv_cache_dtype='fp8_e5m2'", "float16"]),
+        ("auto with uint8 caches", mod(key_cache=m((NB, KVH, D // 16, BS, 16), u8),
+                                       value_cache=m((NB, KVH, D, BS), u8)), TypeError,
+         ["key_cache must have the query's dtype float16, got uint8", "kv_cache_dtype=\"fp8\""]),
+        ("fp8 k_scale 0", mod(F8(), k_scale=0.0), ValueError,
+         ["k_scale must be finite and > 0 with kv_cache_dtype='fp8'", "got 0.0"]),
+        ("fp8 k_scale negative", mod(F8(), k_scale=-0.05), ValueError,
+         ["k_scale must be finite and > 0", "got -0.05"]),
+        ("fp8 k_scale NaN", mod(F8(), k_scale=float("nan")), ValueError,
+         ["k_scale must be finite and > 0", "nan"]),
+        ("fp8 v_scale inf", mod(F8("fp8_e5m2"), v_scale=float("inf")), ValueError,
+         ["v_scale must be finite and > 0 with kv_cache_dtype='fp8_e5m2'", "inf"]),
+        ("fp8 v_scale 1e-50 (0 as a float32)", mod(F8(), v_scale=1e-50), ValueError,
+         ["v_scale must be finite and > 0", "(0.0 as a float32)"]),
+        ("fp8 k_scale 1e39 (inf as a float32)", mod(F8(), k_scale=1e39), ValueError,
+         ["k_scale must be finite and > 0", "(inf as a float32)"]),
+        ("fp8 k_scale a string", mod(F8(), k_scale="0.05"), TypeError,
+         ["k_scale must be a float or a float32 CUDA tensor", "str"]),
+        ("fp8 v_scale a bool", mod(F8(), v_scale=True), TypeError,
+         ["v_scale must be a float", "bool"]),
+        ("fp8 k_scale tensor of 2 elements", mod(F8(), k_scale=m((2,), f32)), ValueError,
+         ["k_scale must hold one value", "[2]"]),
+        ("fp8 k_scale float64 tensor", mod(F8(), k_scale=m((), torch.float64)), TypeError,
+         ["k_scale must be a float32 tensor", "float64"]),
+        ("fp8 v_scale float16 tensor", mod(F8(), v_scale=m((1,), f16)), TypeError,
+         ["v_scale must be a float32 tensor", "float16"]),
+        ("fp8 head_size 72 (not a multiple of 16)", mod(F8(D=72)), ValueError,
+         ["head_size 72 (query.shape[2]) must be a multiple of 16 with kv_cache_dtype='fp8'"]),
+        ("fp8 key_cache x = 8 (last dim must be 16)",
+         mod(F8(), key_cache=m((NB, KVH, D // 8, BS, 8), u8)), ValueError,
+         ["key_cache", "x = 16 bytes / 1-byte element = 16", "[12, 2, 8, 16, 8]"]),
+        ("fp8 key_cache head_size/x", mod(F8(), key_cache=m((NB, KVH, 8, BS, 16), u8)),
+         ValueError, ["key_cache", "head_size/x = 64/16"]),
+        ("fp8 value_cache shape", mod(F8(), value_cache=m((NB, KVH, BS, D), u8)), ValueError,
+         ["value_cache must have shape", "[12, 2, 64, 16]"]),
+        ("fp8 head_size 32 unsupported", mod(F8(D=32)), NotImplementedError, ["head_size 32"]),
         # scalars
         ("num_kv_heads a float", mod(num_kv_heads=2.0), TypeError, ["num_kv_heads", "int"]),
         ("num_kv_heads mismatch", mod(num_kv_heads=4), ValueError,
@@ -395,6 +531,33 @@ def refusal_cases(torch, make, device, make_strided=None, make_misaligned=None):
         ("workspace too small", small_workspace, ValueError,
          ["workspace too small", "ceil(1100 / 512) = 3", "max_num_partitions = 2"]),
     ]
+    # The torch float8 dtypes, where this torch has them.
+    if e5m2 is not None:
+        cases += [
+            ("float8_e5m2 caches with kv_cache_dtype fp8_e4m3",
+             F8("fp8_e4m3", cache_dtype=e5m2), TypeError,
+             ["key_cache is float8_e5m2, which disagrees with kv_cache_dtype='fp8_e4m3' "
+              "(float8_e4m3fn bytes)", "kv_cache_dtype='fp8_e5m2'"]),
+            ("float8_e5m2 value_cache with kv_cache_dtype fp8",
+             mod(F8("fp8"), value_cache=m((NB, KVH, D, BS), e5m2)), TypeError,
+             ["value_cache is float8_e5m2, which disagrees with kv_cache_dtype='fp8'"]),
+        ]
+    if e4m3 is not None:
+        cases += [
+            ("float8_e4m3fn caches with kv_cache_dtype fp8_e5m2",
+             F8("fp8_e5m2", cache_dtype=e4m3), TypeError,
+             ["key_cache is float8_e4m3fn, which disagrees with kv_cache_dtype='fp8_e5m2'",
+              "kv_cache_dtype='fp8_e4m3'"]),
+            ("auto with float8_e4m3fn caches",
+             mod(key_cache=m((NB, KVH, D // 16, BS, 16), e4m3),
+                 value_cache=m((NB, KVH, D, BS), e4m3)), TypeError,
+             ["key_cache must have the query's dtype float16, got float8_e4m3fn",
+              "kv_cache_dtype=\"fp8\""]),
+            ("fp8 k_scale given, kv_cache_dtype auto, float8 caches",
+             mod(key_cache=m((NB, KVH, D // 16, BS, 16), e4m3),
+                 value_cache=m((NB, KVH, D, BS), e4m3), k_scale=0.05), ValueError,
+             ["k_scale=0.05 has no meaning with kv_cache_dtype=\"auto\""]),
+        ]
     if make_strided is not None:
         for name, shape, dt in (("query", (S, H, D), f16),
                                 ("key_cache", (NB, KVH, D // 8, BS, 8), f16),
@@ -407,6 +570,9 @@ def refusal_cases(torch, make, device, make_strided=None, make_misaligned=None):
         cases.append(("key_cache misaligned",
                       mod(key_cache=make_misaligned((NB, KVH, D // 8, BS, 8), f16, device)),
                       ValueError, ["key_cache must start at a 16-byte aligned address"]))
+        cases.append(("fp8 value_cache misaligned",
+                      mod(F8(), value_cache=make_misaligned((NB, KVH, D, BS), u8, device)),
+                      ValueError, ["value_cache must start at a 16-byte aligned address"]))
     return cases
 
 
@@ -430,12 +596,43 @@ def accepted_cases(torch, make, device):
     """Calls every host check must accept: (name, kwargs)."""
     f32, bf16 = torch.float32, torch.bfloat16
     B = lambda **kw: baseline(torch, make, device, **kw)  # noqa: E731
+    F8 = lambda kv="fp8", **kw: B(kv_cache_dtype=kv, **kw)  # noqa: E731
+    e4m3, e5m2 = getattr(torch, "float8_e4m3fn", None), getattr(torch, "float8_e5m2", None)
+    scalar = lambda shape=(): make(shape, f32, device)  # noqa: E731
 
     def mod(base, **changes):
         base.update(changes)
         return base
 
-    return [
+    fp8 = [
+        ("fp8 uint8 caches, f16 query", F8("fp8")),
+        ("fp8_e4m3 uint8 caches, bf16 query, tmp bf16",
+         F8("fp8_e4m3", dtype=bf16, tmp_dtype=bf16)),
+        ("fp8_e5m2 uint8 caches, f32 query", F8("fp8_e5m2", dtype=f32)),
+        ("fp8 head 256, block 32, MQA 32/1", F8("fp8_e5m2", H=32, KVH=1, BS=32, D=256, MB=40)),
+        ("fp8 head 80 (5 x 16), block 8", F8(D=80, BS=8, MB=160)),
+        ("fp8 head 112 (7 x 16)", F8(D=112)),
+        ("fp8 int scales", mod(F8(), k_scale=1, v_scale=3)),
+        ("fp8 unit scales (the defaults)", mod(F8(), k_scale=1.0, v_scale=1.0)),
+        ("fp8 scale tensors (0-dim and [1])", mod(F8(), k_scale=scalar(), v_scale=scalar((1,)))),
+        ("fp8 k_scale tensor, v_scale float", mod(F8("fp8_e5m2"), k_scale=scalar((1, 1)))),
+        ("fp8 fixed_grid, max_seq_len None", mod(F8(), fixed_grid=True, max_seq_len=None)),
+        ("fp8 alibi + window + soft cap", mod(F8(), alibi_slopes=make((8,), f32, device),
+                                              sliding_window=256, logits_soft_cap=30.0)),
+        ("fp8 empty batch", F8(S=0)),
+    ]
+    if e4m3 is not None:
+        fp8 += [
+            ("fp8 float8_e4m3fn caches", F8("fp8", cache_dtype=e4m3)),
+            ("fp8_e4m3 float8_e4m3fn caches, bf16", F8("fp8_e4m3", cache_dtype=e4m3, dtype=bf16)),
+            ("fp8 key uint8, value float8_e4m3fn",
+             mod(F8("fp8"), value_cache=make((12, 2, 64, 16), e4m3, device))),
+        ]
+    if e5m2 is not None:
+        fp8.append(("fp8_e5m2 float8_e5m2 caches, head 128, scale tensors",
+                    mod(F8("fp8_e5m2", cache_dtype=e5m2, D=128), k_scale=scalar(),
+                        v_scale=scalar())))
+    return fp8 + [
         ("baseline float16", B()),
         ("bfloat16, tmp_output bfloat16", B(dtype=bf16, tmp_dtype=bf16)),
         ("float32 (x = 4)", B(dtype=f32)),

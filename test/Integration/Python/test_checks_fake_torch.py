@@ -4,8 +4,10 @@
 # `torch` module (tensors that are only metadata) is installed before
 # paged_attn is imported. Checks every refusal of pa_testlib.refusal_cases,
 # the accepted calls, the pa_decode_args a call builds (fields, pointer
-# order, fixed_grid -> max_seq_len 0, the stream), the device rules, the
-# library/kernel-folder lookup errors and the pa_status -> exception mapping.
+# order, fixed_grid -> max_seq_len 0, the stream, the fp8 cache type, its
+# scales and scale pointers), the device rules, the library/kernel-folder
+# lookup errors and the pa_status -> exception mapping. A CUDA tensor's
+# value is never read on the host (item() on one fails the test).
 # Runs on the build machine; test_errors.py runs the same table on real torch.
 
 import ctypes
@@ -95,13 +97,15 @@ class _Tensor:
         return self._ptr
 
     def item(self):
+        # Reading a CUDA tensor on the host would synchronise: never allowed.
+        assert self.device.type != "cuda", "item() on a %s tensor (a host read)" % self.device
         return self._value
 
 
 capturing = [False]
 fake = types.ModuleType("torch")
 for _n, _s in (("float16", 2), ("bfloat16", 2), ("float32", 4), ("float64", 8), ("int32", 4),
-               ("int64", 8)):
+               ("int64", 8), ("uint8", 1), ("float8_e4m3fn", 1), ("float8_e5m2", 1)):
     setattr(fake, _n, _DType(_n, _s))
 fake.Tensor = _Tensor
 fake.device = _Device
@@ -209,6 +213,86 @@ def features_reach_the_runtime():
     assert d.logits_soft_cap == 0.0
 
 
+def fp8_reaches_the_runtime():
+    # auto: the enum 0, unit scales, no pointers.
+    d = rec_decode(T.baseline(fake, make, "cuda:0"))
+    assert (d.kv_cache_dtype, d.k_scale, d.v_scale, d.k_scale_ptr, d.v_scale_ptr) == (
+        _capi.PA_KV_CACHE_AUTO, 1.0, 1.0, 0, 0)
+    assert d.dtype == _capi.PA_F16
+    # Each name, each storage; float scales go in the floats, pointers stay 0.
+    for kv, want, cache in (("fp8", _capi.PA_KV_CACHE_FP8_E4M3, fake.uint8),
+                            ("fp8_e4m3", _capi.PA_KV_CACHE_FP8_E4M3, fake.float8_e4m3fn),
+                            ("fp8_e5m2", _capi.PA_KV_CACHE_FP8_E5M2, fake.uint8),
+                            ("fp8_e5m2", _capi.PA_KV_CACHE_FP8_E5M2, fake.float8_e5m2)):
+        a = T.baseline(fake, make, "cuda:0", dtype=fake.bfloat16, kv_cache_dtype=kv,
+                       cache_dtype=cache, D=128)
+        d = rec_decode(a)
+        assert d.kv_cache_dtype == want, (kv, d.kv_cache_dtype)
+        assert d.dtype == _capi.PA_BF16 and d.head_size == 128
+        assert d.k_scale == ctypes.c_float(0.05).value and d.v_scale == ctypes.c_float(0.1).value
+        assert (d.k_scale_ptr, d.v_scale_ptr) == (0, 0)
+        assert d.key_cache == a["key_cache"].data_ptr()
+        assert d.value_cache == a["value_cache"].data_ptr()
+    # Positional, as vLLM passes them: kv_cache_dtype, k_scale, v_scale after alibi_slopes.
+    a8 = T.baseline(fake, make, "cuda:0", kv_cache_dtype="fp8")
+    rec.calls.clear()
+    pa.paged_attention_v2(*[a8[n] for n in T.SEED_PARAMS], "fp8_e5m2", 2, 0.25)
+    d = rec.calls[-1][1]
+    assert (d.kv_cache_dtype, d.k_scale, d.v_scale) == (_capi.PA_KV_CACHE_FP8_E5M2, 2.0, 0.25)
+    # Device tensors: their addresses go in the pointers (the floats are then
+    # unused; 1.0 is written), and their values are never read (item() fails).
+    ks = _Tensor((), fake.float32, "cuda:0", value=0.05)
+    vs = _Tensor((1,), fake.float32, "cuda:0", value=0.1)
+    d = rec_decode(dict(a8, k_scale=ks, v_scale=vs))
+    assert (d.k_scale_ptr, d.v_scale_ptr) == (ks.data_ptr(), vs.data_ptr())
+    assert (d.k_scale, d.v_scale) == (1.0, 1.0)
+    # Each independently.
+    d = rec_decode(dict(a8, v_scale=vs))
+    assert (d.k_scale_ptr, d.v_scale_ptr) == (0, vs.data_ptr())
+    assert d.k_scale == ctypes.c_float(0.05).value and d.v_scale == 1.0
+    d = rec_decode(dict(a8, k_scale=ks, v_scale=4))
+    assert (d.k_scale_ptr, d.v_scale_ptr, d.k_scale, d.v_scale) == (ks.data_ptr(), 0, 1.0, 4.0)
+    # With the other features and fixed_grid.
+    slopes = make((8,), fake.float32, "cuda:0")
+    rec.calls.clear()
+    pa.paged_attention_v2(**dict(a8, alibi_slopes=slopes, k_scale=ks), sliding_window=100,
+                          logits_soft_cap=30.0, fixed_grid=True)
+    d = rec.calls[-1][1]
+    assert (d.alibi_slopes, d.sliding_window, d.logits_soft_cap, d.max_seq_len) == (
+        slopes.data_ptr(), 100, 30.0, 0)
+    assert (d.kv_cache_dtype, d.k_scale_ptr, d.v_scale) == (
+        _capi.PA_KV_CACHE_FP8_E4M3, ks.data_ptr(), ctypes.c_float(0.1).value)
+    # plan() builds the same struct.
+    rec.calls.clear()
+    pa.plan(**dict(a8, v_scale=vs))
+    assert rec.calls[-1][0] == "plan" and rec.calls[-1][1].v_scale_ptr == vs.data_ptr()
+    assert rec.calls[-1][1].kv_cache_dtype == _capi.PA_KV_CACHE_FP8_E4M3
+
+
+def fp8_scale_tensor_device_rules():
+    a8 = T.baseline(fake, make, "cuda:0", kv_cache_dtype="fp8")
+    T.expect_raises(ValueError, ["k_scale is a tensor on cuda:1 but query is on cuda:0",
+                                 "pass a Python float"], pa.paged_attention_v2,
+                    **dict(a8, k_scale=_Tensor((), fake.float32, "cuda:1")))
+    # A CPU tensor is not read on the host with fp8 either: the kernel reads it.
+    T.expect_raises(ValueError, ["v_scale is a tensor on cpu but query is on cuda:0"],
+                    pa.paged_attention_v2, **dict(a8, v_scale=_Tensor((1,), fake.float32, "cpu",
+                                                                      value=0.1)))
+    T.expect_raises(ValueError, ["k_scale must start at a 4-byte aligned address"],
+                    pa.paged_attention_v2,
+                    **dict(a8, k_scale=_Tensor((), fake.float32, "cuda:0", offset_bytes=2)))
+    # On CPU tensors the query's device rule comes first, as for every tensor.
+    T.expect_raises(ValueError, ["query must be a CUDA tensor"], pa.paged_attention_v2,
+                    **dict(T.baseline(fake, make, "cpu", kv_cache_dtype="fp8"),
+                           k_scale=_Tensor((), fake.float32, "cpu")))
+    # dtype and size come before the devices (and never read the value).
+    T.expect_raises(TypeError, ["k_scale must be a float32 tensor", "bfloat16"],
+                    pa.paged_attention_v2,
+                    **dict(a8, k_scale=_Tensor((), fake.bfloat16, "cuda:1")))
+    T.expect_raises(ValueError, ["v_scale must hold one value", "[1, 2]"], pa.paged_attention_v2,
+                    **dict(a8, v_scale=_Tensor((1, 2), fake.float32, "cuda:0")))
+
+
 def rec_decode(args, **kw):
     rec.calls.clear()
     pa.paged_attention_v2(**args, **kw)
@@ -264,12 +348,16 @@ def mixed_devices_refused():
 
 
 def scale_tensors():
+    # kv_cache_dtype "auto": a CUDA tensor is refused unread; a CPU one must be 1.
     a = T.baseline(fake, make, "cuda:0")
     T.expect_raises(TypeError, ["k_scale", "synchronise"], pa.paged_attention_v2,
                     **dict(a, k_scale=_Tensor((), fake.float32, "cuda:0", value=1.0)))
     accepted(dict(a, k_scale=_Tensor((), fake.float32, "cpu", value=1.0)))
     T.expect_raises(ValueError, ["v_scale=0.5"], pa.paged_attention_v2,
                     **dict(a, v_scale=_Tensor((1,), fake.float32, "cpu", value=0.5)))
+    d = rec_decode(dict(a, k_scale=_Tensor((), fake.float32, "cpu", value=1.0), v_scale=1))
+    assert (d.kv_cache_dtype, d.k_scale, d.v_scale, d.k_scale_ptr, d.v_scale_ptr) == (
+        _capi.PA_KV_CACHE_AUTO, 1.0, 1.0, 0, 0)
 
 
 def first_context_during_capture_refused():
@@ -351,7 +439,14 @@ def struct_layouts():
     assert D.scale.offset == 48 and D.query.offset == 56 and D.tmp_output.offset == 120
     assert D.alibi_slopes.offset == 128 and D.sliding_window.offset == 136
     assert D.logits_soft_cap.offset == 140
-    assert ctypes.sizeof(D) == 144, ctypes.sizeof(D)
+    # The fp8 fields appended after logits_soft_cap: enum, two floats, 4 bytes
+    # of padding, two 8-byte device pointers.
+    assert D.kv_cache_dtype.offset == 144 and D.k_scale.offset == 148
+    assert D.v_scale.offset == 152 and D.k_scale_ptr.offset == 160
+    assert D.v_scale_ptr.offset == 168
+    assert ctypes.sizeof(D) == 176, ctypes.sizeof(D)
+    assert (_capi.PA_KV_CACHE_AUTO, _capi.PA_KV_CACHE_FP8_E4M3, _capi.PA_KV_CACHE_FP8_E5M2) == (
+        0, 1, 2)
     assert P.one_pass.offset == 128 and P.grid.offset == 140 and P.reduce_block.offset == 176
     assert ctypes.sizeof(P) == 188, ctypes.sizeof(P)
 
@@ -363,7 +458,8 @@ def body(r):
         r.run("refuses: " + name, refused, args, exc, subs)
     for name, args in T.accepted_cases(fake, make, "cuda:0"):
         r.run("accepts: " + name, accepted, args)
-    for fn in (decode_args_built, features_reach_the_runtime, fixed_grid_passes_zero, float32_dtypes,
+    for fn in (decode_args_built, features_reach_the_runtime, fp8_reaches_the_runtime,
+               fp8_scale_tensor_device_rules, fixed_grid_passes_zero, float32_dtypes,
                empty_batch_launches_nothing, plan_goes_through_checks, cpu_tensors_refused,
                mixed_devices_refused, scale_tensors, first_context_during_capture_refused,
                runtime_library_not_found, runtime_library_search_order, kernel_library_not_found,

@@ -3,12 +3,13 @@
 #
 # Every call the drop-in must refuse raises the right exception type with a
 # message naming the argument, what was expected and what was given
-# (pa_testlib.refusal_cases: keywords, alibi/fp8/scales, scalars, dtypes,
-# shapes, contiguity, alignment), and the valid variants are accepted by the
-# host checks. Runs on real torch tensors: on the GPU when there is one (plus
-# the device rules, the runtime's errors and the lookup of the library and
-# kernels), else on CPU tensors, where only the checks that come before the
-# device rule can run and a valid call must stop at "must be a CUDA tensor".
+# (pa_testlib.refusal_cases: keywords, alibi, fp8 caches and their scales,
+# scalars, dtypes, shapes, contiguity, alignment), and the valid variants
+# (fp8 ones too) are accepted by the host checks. Runs on real torch
+# tensors: on the GPU when there is one (plus the device rules, the
+# runtime's errors and the lookup of the library and kernels), else on CPU
+# tensors, where only the checks that come before the device rule can run
+# and a valid call must stop at "must be a CUDA tensor".
 
 import os
 import subprocess
@@ -78,8 +79,19 @@ def mixed_devices():
 
 
 def cuda_scale_tensor():
+    # "auto": a CUDA scale is refused (its value could only be checked by a sync).
     T.expect_raises(TypeError, ["k_scale", "synchronise"], pa.paged_attention_v2,
                     **dict(base(), k_scale=torch.ones((), device="cuda")))
+    # fp8: a float32 CUDA scale of one element goes to the kernel by address, unread.
+    a8 = T.baseline(torch, make, DEV, kv_cache_dtype="fp8")
+    c = T.check_only(pa, dict(a8, k_scale=torch.full((), 0.05, device="cuda"),
+                              v_scale=torch.full((1,), 0.1, device="cuda")))
+    assert c.k_scale_ptr and c.v_scale_ptr and c.kv_cache_dtype == pa._capi.PA_KV_CACHE_FP8_E4M3
+    T.expect_raises(ValueError, ["k_scale is a tensor on cpu but query is on cuda:"],
+                    pa.paged_attention_v2, **dict(a8, k_scale=torch.full((), 0.05)))
+    if torch.cuda.device_count() > 1:
+        T.expect_raises(ValueError, ["v_scale is a tensor on cuda:1"], pa.paged_attention_v2,
+                        **dict(a8, v_scale=torch.ones((), device="cuda:1")))
 
 
 def empty_batch_is_a_no_op():

@@ -17,7 +17,12 @@
 # than needed; fixed-grid mode; a peaked softmax; a non-default stream;
 # ALiBi, sliding windows (the tokens before the window hold NaN), the logits
 # soft cap and their combinations, with GQA, MHA and MQA, every dtype, head
-# sizes 64, 128, 256 and block sizes 8, 16, 32.
+# sizes 64, 128, 256 and block sizes 8, 16, 32. fp8 KV caches (E4M3 as
+# "fp8" and "fp8_e4m3", E5M2) stored as torch.uint8 and as the torch float8
+# dtypes, with f16 and bf16 queries, head sizes 64, 128, 256, groups 1, 4, 8,
+# scales k 0.05 / v 0.1 as floats and as device tensors, with the features
+# combined and in fixed-grid mode; the bounds are the query dtype's (the fp8
+# values are exact in the reference, which reads the same bytes).
 
 import os
 import sys
@@ -116,6 +121,59 @@ def cases(seed):
          dict(S=3, H=8, KVH=2, D=64, BS=16, lens=[1, 2, 1000], dtype=f16, poison_before=1),
          {"sliding_window": 1}),
     ]
+    out += fp8_cases(ragged)
+    return out
+
+
+def fp8_cases(ragged):
+    """fp8 KV caches: the stored bytes are fp8 values of randn * 2, value = stored *
+    scale with scales that are not 1 (a kernel that drops one fails), and q_scale
+    15 so that the logits (std about 15 * 2 * 0.05 = 1.5) give a softmax far from
+    uniform."""
+    sc = dict(k_scale=0.05, v_scale=0.1, q_scale=15.0)
+    L5 = [1, 17, 512, 513, 3000]
+    out = []
+    for kv in ("fp8_e4m3", "fp8_e5m2"):
+        for dt in (f16, bf16):
+            n = str(dt).replace("torch.", "")
+            for D in (64, 128, 256):
+                storage = "float8" if D == 128 else "uint8"  # both storage forms
+                name = "fp8" if kv == "fp8_e4m3" and D == 64 else kv  # vLLM's alias too
+                out.append(("%s %s (%s) gqa4 d%d b16" % (n, name, storage, D),
+                            dict(S=5, H=16, KVH=4, D=D, BS=16, lens=L5, dtype=dt,
+                                 kv_cache_dtype=name, cache_storage=storage, **sc), {}))
+    out += [
+        ("f16 fp8_e4m3 gqa8 (32/4) d128 b16 ragged",
+         dict(S=6, H=32, KVH=4, D=128, BS=16, lens=ragged(6, 4000), dtype=f16,
+              kv_cache_dtype="fp8_e4m3", **sc), {}),
+        ("bf16 fp8_e5m2 (float8) mha d128 b16, tmp bf16",
+         dict(S=3, H=8, KVH=8, D=128, BS=16, lens=[1, 700, 2049], dtype=bf16, tmp_dtype=bf16,
+              kv_cache_dtype="fp8_e5m2", cache_storage="float8", **sc), {}),
+        ("f16 fp8 device-tensor scales (k 0-dim, v [1]) gqa4 d128 b16",
+         dict(S=4, H=16, KVH=4, D=128, BS=16, lens=[1, 513, 1500, 77], dtype=f16,
+              kv_cache_dtype="fp8", scales_on_device=(True, True), **sc), {}),
+        ("bf16 fp8_e5m2 (float8) k_scale on the device, v_scale a float, d256",
+         dict(S=3, H=16, KVH=4, D=256, BS=16, lens=[2, 600, 1100], dtype=bf16,
+              kv_cache_dtype="fp8_e5m2", cache_storage="float8", scales_on_device=(True, False),
+              **sc), {}),
+        ("f16 fp8_e4m3 alibi + window 100 + cap 5, gqa4 d128 b16, device scales",
+         dict(S=4, H=16, KVH=4, D=128, BS=16, lens=[1, 99, 101, 3000], dtype=f16, alibi=True,
+              poison_before=100, kv_cache_dtype="fp8_e4m3", scales_on_device=(True, True),
+              **dict(sc, q_scale=30.0)), {"sliding_window": 100, "logits_soft_cap": 5.0}),
+        ("bf16 fp8_e5m2 alibi + cap 5, gqa4 d64 b16",
+         dict(S=3, H=16, KVH=4, D=64, BS=16, lens=[5, 513, 2000], dtype=bf16, alibi=True,
+              kv_cache_dtype="fp8_e5m2", **dict(sc, q_scale=30.0)), {"logits_soft_cap": 5.0}),
+        ("f16 fp8_e4m3 fixed grid, gqa4 d128 b16",
+         dict(S=4, H=16, KVH=4, D=128, BS=16, lens=[1, 513, 2048, 77], dtype=f16,
+              extra_partitions=3, kv_cache_dtype="fp8_e4m3", **sc), {"fixed_grid": True}),
+        ("bf16 fp8_e5m2 (float8) fixed grid, max_seq_len None, device scales",
+         dict(S=3, H=16, KVH=4, D=128, BS=16, lens=[1, 3000, 300], dtype=bf16,
+              kv_cache_dtype="fp8_e5m2", cache_storage="float8", scales_on_device=(True, True),
+              **sc), {"fixed_grid": True, "max_seq_len": None}),
+        ("f16 fp8_e4m3 long 32768 + 1, gqa4 d128 b16",
+         dict(S=2, H=16, KVH=4, D=128, BS=16, lens=[32768, 1], dtype=f16,
+              kv_cache_dtype="fp8_e4m3", **sc), {}),
+    ]
     return out
 
 
@@ -124,8 +182,7 @@ def run_case(seed, spec, opts):
     opts = dict(opts)
     side = opts.pop("stream", False)
     msl = opts.pop("max_seq_len", "auto")
-    ref = T.reference(c.query, c.key_cache, c.value_cache, c.block_tables, c.seq_lens, c.scale,
-                      c.alibi_slopes, opts.get("sliding_window"), opts.get("logits_soft_cap"))
+    ref = c.reference(opts.get("sliding_window"), opts.get("logits_soft_cap"))
     if side:
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
