@@ -12,6 +12,8 @@ Usage (a CUDA GPU with torch; PYTHONPATH=runtime/python, PA_KERNEL_LIBRARY):
                                         rule
   scripts/bench.py --features           the cost of ALiBi, the soft cap and a sliding
                                         window against the plain call
+  scripts/bench.py --fp8                fp8 KV caches (e4m3, e5m2) against the 16-bit
+                                        cache of the same values
   options: --dtype float16|bfloat16, --seed PATH (the seed's file), --json FILE
 
 Bandwidth = bytes of K and V the contexts hold / median time.
@@ -247,6 +249,62 @@ def features(dtype, copy_tbs, rows):
         torch.cuda.empty_cache()
 
 
+def fp8(dtype, copy_tbs, rows, names):
+    """fp8 KV caches against the 16-bit cache: the same context quantized
+    (value = stored * scale), each checked against the float32 reference of
+    its own (dequantized) cache, then timed; TB/s counts the bytes read."""
+    print(f"\n{'config':20} {'cache':9} {'ms':>8} {'vs 16-bit':>9} {'TB/s':>7} {'% copy':>6}")
+    for name in names:
+        seqs, heads, kvh, d, bs, spec = CONFIGS[name]
+        lens = lengths(spec, seqs, 5)
+        q, kc, vc, bt, sl = make_case(seqs, heads, kvh, d, bs, lens, dtype, 5)
+        scale, max_len = 1 / math.sqrt(d), max(lens)
+        parts = -(-max_len // 512)
+        out = torch.empty_like(q)
+        es = torch.empty(seqs, heads, parts, device="cuda")
+        ml, tmp = torch.empty_like(es), torch.empty(seqs, heads, parts, d, device="cuda")
+        tokens = sum(lens) * kvh * d * 2
+        base = None
+        for label, f8 in (("16-bit", None), ("fp8_e4m3", torch.float8_e4m3fn),
+                          ("fp8_e5m2", torch.float8_e5m2)):
+            if f8 is None:
+                k, v, kw, ks, vs = kc, vc, {}, 1.0, 1.0
+            else:
+                ks, vs = 0.02, 0.03
+                k8 = (kc.float() / ks).to(f8)
+                v8 = (vc.float() / vs).to(f8)
+                # fp8 keys: x = 16 elements per 16 bytes.
+                nb, _, dx, _, x = kc.shape
+                k8 = k8.permute(0, 1, 3, 2, 4).reshape(nb, kvh, bs, d // 16, 16)
+                k8 = k8.permute(0, 1, 3, 2, 4).contiguous()
+                k, v = k8.view(torch.uint8), v8.view(torch.uint8)
+                kw = {"kv_cache_dtype": {torch.float8_e4m3fn: "fp8_e4m3",
+                                         torch.float8_e5m2: "fp8_e5m2"}[f8]}
+                ref_k = (k8.to(torch.float32) * ks).reshape(nb, kvh, d // 16, bs, 16)
+                ref_k = ref_k.permute(0, 1, 3, 2, 4).reshape(nb, kvh, bs, dx, x)
+                ref_k = ref_k.permute(0, 1, 3, 2, 4).contiguous()
+            call = lambda: paged_attention_v2(out, es, ml, tmp, q, k, v, kvh, scale, bt, sl, bs,
+                                              max_len, None, k_scale=ks, v_scale=vs, **kw)
+            call()
+            torch.cuda.synchronize()
+            ref = reference(q, kc if f8 is None else ref_k,
+                            vc if f8 is None else v8.to(torch.float32) * vs, bt, sl, scale)
+            err = ((out.float() - ref).norm() / ref.norm()).item()
+            if not math.isfinite(err) or err > 2e-2:
+                print(f"{name}: {label} WRONG (rel err {err:.2e}); not timed")
+                continue
+            t = median_ms(call)
+            base = base or t
+            nbytes = tokens * (1 if f8 is not None else q.element_size())
+            tbs = nbytes / t / 1e9
+            print(f"{name:20} {label:9} {t:8.4f} {t / base:9.3f} {tbs:7.3f} "
+                  f"{100 * tbs / copy_tbs:6.0f}", flush=True)
+            rows.append({"config": name, "cache": label, "ms": t, "vs_16bit": t / base,
+                         "TBps": tbs, "err": err})
+        del q, kc, vc, bt, sl
+        torch.cuda.empty_cache()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", action="append", default=[])
@@ -255,6 +313,7 @@ def main():
     ap.add_argument("--seed", default="", help="the seed's paged_attention_v2_triton.py")
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--features", action="store_true")
+    ap.add_argument("--fp8", action="store_true")
     ap.add_argument("--sweep-max-gb", type=float, default=4.0)
     ap.add_argument("--json", default="")
     a = ap.parse_args()
@@ -275,6 +334,9 @@ def main():
         sweep(dtype, copy_tbs, rows, a.sweep_max_gb)
     elif a.features:
         features(dtype, copy_tbs, rows)
+    elif a.fp8:
+        fp8(dtype, copy_tbs, rows, a.configs.split(",") if a.configs else
+            [n for n in CONFIGS if n != "gqa-b1-L512"])
     else:
         configs = dict(CONFIGS)
         names = a.configs.split(",") if a.configs else ([] if a.config else list(CONFIGS))
