@@ -30,16 +30,18 @@ def sm(chip):
 
 
 FP8_CACHES = ["f8E4M3FN", "f8E5M2"]
-# fp8 caches: 16- bit queries, bundles for sm_70 (software conversion, also
-# what sm_80 runs through the JIT: it has no fp8 conversion either) and sm_90
-# (cvt.rn.f16x2.e4m3x2 / e5m2x2).
+# fp8 caches: 16-bit queries, bundles for sm_70 (SIMT, software conversion;
+# also what sm_80 runs through the JIT: it has no fp8 conversion either) and
+# sm_90 (cvt.rn.f16x2.e4m3x2 / e5m2x2; tensor cores for f16 queries).
 FP8_DTYPES = ["f16", "bf16"]
 FP8_CHIPS = ["sm_70", "sm_90"]
 
 
 def uses_mma(dtype, chip, cache=None):
     """The rule of KernelPlan.cpp: tensor cores from sm_80 for 16-bit caches
-    of the query's type."""
+    of the query's type, and from sm_89 for fp8 caches with f16 queries."""
+    if (cache or dtype) in FP8_CACHES:
+        return dtype == "f16" and sm(chip) >= 89
     return (cache or dtype) == dtype and dtype != "f32" and sm(chip) >= 80
 
 
@@ -124,13 +126,16 @@ def covering(chip):
     # fp8 caches (their chips): every head size with each cache type, and the
     # corners of block size, tile and _ext.
     if chip in FP8_CHIPS:
-        for c, d in itertools.product(FP8_CACHES, HEAD_SIZES):
-            out.append(dict(dtype="f16", cache=c, head_size=d, block_size=16,
-                            heads_per_program=4))
-        for c, t, d, b, h in itertools.product(FP8_CACHES, FP8_DTYPES, [64, 256], [8, 32],
-                                               [1, 4]):
-            out.append(dict(dtype=t, cache=c, head_size=d, block_size=b, heads_per_program=h,
-                            ext=h == 4))
+        for c, t, d in itertools.product(FP8_CACHES, FP8_DTYPES, HEAD_SIZES):
+            out.append(dict(dtype=t, cache=c, head_size=d, block_size=16,
+                            heads_per_program=max(tiles(t, d, chip, c))))
+        for c, t, d, b in itertools.product(FP8_CACHES, FP8_DTYPES, [64, 256], [8, 32]):
+            for h in tiles(t, d, chip, c):
+                out.append(dict(dtype=t, cache=c, head_size=d, block_size=b,
+                                heads_per_program=h, ext=h == max(tiles(t, d, chip, c))))
+        out.append(dict(dtype="f16", cache="f8E4M3FN", head_size=128, block_size=16,
+                        heads_per_program=max(tiles("f16", 128, chip, "f8E4M3FN")),
+                        tmp_dtype="f16"))
     seen, uniq = set(), []
     for v in out:
         if name(v, chip) not in seen:

@@ -89,15 +89,19 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
   int64_t sm = chipVersion(options.chip);
   if (sm == 0)
     return op.emitOpError("unknown chip '") << options.chip << "'";
-  bool mmaTypes = p.cacheType == p.elemType &&
-                  (p.cacheType.isF16() || p.cacheType.isBF16());
-  bool mmaChip = sm >= 80;
   p.fp8Hardware = p.fp8Cache() && sm >= 89;
+  // fp8 caches join when the chip widens them to f16 in hardware and the
+  // query is f16 (a bf16 query would need bf16 operands: SIMT).
+  bool mmaTypes = (p.cacheType == p.elemType &&
+                   (p.cacheType.isF16() || p.cacheType.isBF16())) ||
+                  (p.fp8Hardware && p.elemType.isF16());
+  bool mmaChip = sm >= 80;
   if (options.kernel == "mma") {
     if (!mmaChip || !mmaTypes)
       return op.emitOpError("kernel=mma needs sm_80 or newer (got ")
              << options.chip << ") and f16 or bf16 caches of the query's "
-             << "type (got " << p.cacheType << ")";
+             << "type, or fp8 caches with f16 queries on sm_89+ (got "
+             << p.cacheType << ")";
     p.kind = KernelKind::Mma;
   } else if (options.kernel == "auto") {
     p.kind = mmaChip && mmaTypes ? KernelKind::Mma : KernelKind::Simt;

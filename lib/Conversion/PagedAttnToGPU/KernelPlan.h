@@ -26,7 +26,8 @@ enum class KernelKind {
   /// fp32 FMAs on CUDA cores (every chip, every dtype): PartitionKernel.cpp.
   Simt,
   /// Tensor cores, mma.sync.m16n8k16 with fp32 accumulation (sm_80 and
-  /// newer, f16 and bf16 caches): MmaPartitionKernel.cpp.
+  /// newer, f16 and bf16 caches; fp8 caches with f16 queries on sm_89 and
+  /// newer, widened to f16 by cvt): MmaPartitionKernel.cpp.
   Mma,
 };
 
@@ -99,11 +100,12 @@ struct KernelPlan {
   /// into the PV operand: two buffers of [head][kMmaScoreStride].
   static constexpr int64_t kMmaScoreStride = 20;
   /// Then the tile's query, staged once: per head, ceil(chunks / 4) * 4
-  /// chunks of 4 words, padded by 16 words against bank conflicts.
+  /// key chunks' worth of 4-word query chunks (two per fp8 key chunk),
+  /// padded by 16 words against bank conflicts.
   int64_t scratchFloats() const {
     if (!usesMma())
       return 0;
-    int64_t queryRow = 16 * ((chunks + 3) / 4) + 16;
+    int64_t queryRow = 16 * ((chunks + 3) / 4) * (keyPack / 8) + 16;
     return warps * 2 * headsPerProgram * kMmaScoreStride +
            headsPerProgram * queryRow;
   }

@@ -86,6 +86,9 @@ private:
 
   /// The 32-bit words of a loaded vector of the cache type.
   SmallVector<Value> words(ImplicitLocOpBuilder &b, Value vec);
+  /// The mma operand words of a loaded cache vector: its words, or for fp8
+  /// caches its elements widened to f16 pairs (cvt.rn.f16x2.e4m3x2/e5m2x2).
+  SmallVector<Value> cacheWords(ImplicitLocOpBuilder &b, Value vec);
   /// A 32-bit word as an mma operand: vector<2xf16> or i32 (bf16).
   Value operand(ImplicitLocOpBuilder &b, Value word);
   /// Two fp32 values rounded to one 32-bit word of the cache type.
@@ -95,8 +98,14 @@ private:
            MutableArrayRef<Value> c);
 
   int64_t nBlocks() const { return plan.headsPerProgram / 8; }
+  /// The mma's element type: the cache's, or the query's (f16) for fp8.
+  Type mmaType() const {
+    return plan.fp8Cache() ? plan.elemType : plan.cacheType;
+  }
+  /// 8-element query chunks per key chunk: 1, or 2 for fp8 (x = 16).
+  int64_t ratio() const { return plan.keyPack / 8; }
   int64_t mBlocks() const { return plan.headSize / 16; }
-  /// Chunk quads: k16-block pairs of the score product.
+  /// Chunk quads: k16-block pairs (fp8: quadruples) of the score product.
   int64_t quads() const { return llvm::divideCeil(plan.chunks, 4); }
 
   Value g, t;
@@ -118,8 +127,29 @@ SmallVector<Value> MmaPartitionBuilder::words(ImplicitLocOpBuilder &b,
   return out;
 }
 
+SmallVector<Value> MmaPartitionBuilder::cacheWords(ImplicitLocOpBuilder &b,
+                                                   Value vec) {
+  if (!plan.fp8Cache())
+    return words(b, vec);
+  auto type = cast<VectorType>(vec.getType());
+  int64_t n = type.getNumElements();
+  Value bytes = arith::BitcastOp::create(
+      b, VectorType::get({n}, b.getI8Type()), vec);
+  auto f16x2 = VectorType::get({2}, b.getF16Type());
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < n; i += 2) {
+    Value pair =
+        vector::ShuffleOp::create(b, bytes, bytes, ArrayRef<int64_t>{i, i + 1});
+    Value h = NVVM::ConvertF8x2ToF16x2Op::create(
+        b, f16x2, pair, b.getBoolAttr(false),
+        TypeAttr::get(type.getElementType()));
+    out.push_back(words(b, h).front());
+  }
+  return out;
+}
+
 Value MmaPartitionBuilder::operand(ImplicitLocOpBuilder &b, Value word) {
-  if (plan.cacheType.isBF16())
+  if (mmaType().isBF16())
     return word;
   return LLVM::BitcastOp::create(b, VectorType::get({2}, b.getF16Type()),
                                  word);
@@ -130,7 +160,7 @@ Value MmaPartitionBuilder::packWord(ImplicitLocOpBuilder &b, Value lo,
   auto f32x2 = VectorType::get({2}, b.getF32Type());
   Value pair = vector::FromElementsOp::create(b, f32x2, ValueRange{lo, hi});
   Value narrow = arith::TruncFOp::create(
-      b, VectorType::get({2}, plan.cacheType), pair);
+      b, VectorType::get({2}, mmaType()), pair);
   return words(b, narrow).front();
 }
 
@@ -139,7 +169,7 @@ void MmaPartitionBuilder::mma(ImplicitLocOpBuilder &b, ArrayRef<Value> a,
   Type f32 = b.getF32Type();
   auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(),
                                                      {f32, f32, f32, f32});
-  NVVM::MMATypes type = plan.cacheType.isBF16() ? NVVM::MMATypes::bf16
+  NVVM::MMATypes type = mmaType().isBF16() ? NVVM::MMATypes::bf16
                                                 : NVVM::MMATypes::f16;
   SmallVector<Value> aOps, bVals;
   for (Value w : a)
@@ -158,11 +188,13 @@ void MmaPartitionBuilder::mma(ImplicitLocOpBuilder &b, ArrayRef<Value> a,
 }
 
 void MmaPartitionBuilder::stageQuery(ImplicitLocOpBuilder &b) {
-  // The tile's query rows, 16-byte chunks, into workgroup memory: slot h
-  // (masked slots and chunks past head_size as zeros) at qIndex(h, chunk).
-  const int64_t chunks = 4 * quads(), rows = plan.headsPerProgram;
+  // The tile's query rows, 16-byte chunks of 8 elements, into workgroup
+  // memory: slot h (masked slots and chunks past head_size as zeros) at
+  // qIndex(h, chunk).
+  const int64_t qPack = 8, qChunks = plan.headSize / qPack;
+  const int64_t chunks = 4 * quads() * ratio(), rows = plan.headsPerProgram;
   Value zero = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(VectorType::get({plan.keyPack}, plan.elemType),
+      b, DenseElementsAttr::get(VectorType::get({qPack}, plan.elemType),
                                 b.getZeroAttr(plan.elemType)));
   auto f32x4 = VectorType::get({4}, b.getF32Type());
   for (int64_t base = 0; base < rows * chunks; base += plan.threads()) {
@@ -176,15 +208,15 @@ void MmaPartitionBuilder::stageQuery(ImplicitLocOpBuilder &b) {
     Value chunk = arith::RemUIOp::create(b, i, cIdx(b, chunks));
     auto [head, valid] = headOfSlot(b, slot);
     Value use = valid;
-    if (chunks > plan.chunks)
+    if (chunks > qChunks)
       use = arith::AndIOp::create(
           b, use,
           arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
-                                cIdx(b, plan.chunks)));
+                                cIdx(b, qChunks)));
     Value safeHead = arith::SelectOp::create(
         b, valid, head, arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
     Value safeChunk =
-        arith::MinUIOp::create(b, chunk, cIdx(b, plan.chunks - 1));
+        arith::MinUIOp::create(b, chunk, cIdx(b, qChunks - 1));
     Value ofs = arith::AddIOp::create(
         b,
         arith::MulIOp::create(
@@ -192,9 +224,9 @@ void MmaPartitionBuilder::stageQuery(ImplicitLocOpBuilder &b) {
             arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
                                   safeHead),
             cIdx(b, plan.headSize)),
-        arith::MulIOp::create(b, safeChunk, cIdx(b, plan.keyPack)));
+        arith::MulIOp::create(b, safeChunk, cIdx(b, qPack)));
     Value v = arith::SelectOp::create(
-        b, use, loadVector(b, query, ofs, plan.keyPack), zero);
+        b, use, loadVector(b, query, ofs, qPack), zero);
     vector::StoreOp::create(b, vector::BitCastOp::create(b, f32x4, v), shared,
                             ValueRange{qIndex(b, slot, chunk)},
                             /*nontemporal=*/false, llvm::MaybeAlign(16));
@@ -206,7 +238,7 @@ Value MmaPartitionBuilder::qIndex(ImplicitLocOpBuilder &b, Value slot,
                                   Value chunk) {
   // Rows of 4 words per chunk, padded by 16 words so the two heads of a
   // quarter warp's 16-byte loads fall in different banks.
-  int64_t stride = 16 * quads() + 16;
+  int64_t stride = 16 * quads() * ratio() + 16;
   return arith::AddIOp::create(
       b, cIdx(b, scratchBase() + plan.scratchFloats() - plan.headsPerProgram * stride),
       arith::AddIOp::create(b, arith::MulIOp::create(b, slot, cIdx(b, stride)),
@@ -298,7 +330,7 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
               arith::AddIOp::create(
                   b, arith::MulIOp::create(b, chunk, cIdx(b, bs)), slot),
               cIdx(b, x)));
-      keyWords[r].push_back(words(b, loadVector(b, keyCache, ofs, x)));
+      keyWords[r].push_back(cacheWords(b, loadVector(b, keyCache, ofs, x)));
     }
   }
   // The lane's value tokens 4t .. 4t + 3.
@@ -328,17 +360,26 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
   for (int64_t n = 0; n < nBlocks(); ++n) {
     SmallVector<Value> c(4, cF32(b, 0.0f));
     Value slot = arith::AddIOp::create(b, g, cIdx(b, 8 * n));
-    for (int64_t j = 0; j < quads(); ++j) {
-      Value qv = loadVector(
-          b, shared,
-          qIndex(b, slot, arith::AddIOp::create(b, t, cIdx(b, 4 * j))), 4);
-      SmallVector<Value> q = words(b, qv);
-      for (int64_t h = 0; h < 2; ++h)
-        mma(b,
-            {keyWords[0][j][2 * h], keyWords[1][j][2 * h],
-             keyWords[0][j][2 * h + 1], keyWords[1][j][2 * h + 1]},
-            {q[2 * h], q[2 * h + 1]}, c);
-    }
+    for (int64_t j = 0; j < quads(); ++j)
+      for (int64_t sub = 0; sub < ratio(); ++sub) {
+        // Query chunk (4j + t) * ratio + sub holds the dims of key words
+        // 4 sub .. 4 sub + 3.
+        Value chunk = arith::AddIOp::create(
+            b,
+            arith::MulIOp::create(
+                b, arith::AddIOp::create(b, t, cIdx(b, 4 * j)),
+                cIdx(b, ratio())),
+            cIdx(b, sub));
+        SmallVector<Value> q =
+            words(b, loadVector(b, shared, qIndex(b, slot, chunk), 4));
+        for (int64_t h = 0; h < 2; ++h) {
+          int64_t w = 4 * sub + 2 * h;
+          mma(b,
+              {keyWords[0][j][w], keyWords[1][j][w], keyWords[0][j][w + 1],
+               keyWords[1][j][w + 1]},
+              {q[2 * h], q[2 * h + 1]}, c);
+        }
+      }
     s[n] = c;
   }
 
@@ -456,7 +497,7 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
       Value v = vecV[r][mb];
       if (masked)
         v = arith::SelectOp::create(b, vMask, v, vZero);
-      w[r] = words(b, v);
+      w[r] = cacheWords(b, v);
     }
     for (int64_t n = 0; n < nBlocks(); ++n) {
       SmallVector<Value> c;

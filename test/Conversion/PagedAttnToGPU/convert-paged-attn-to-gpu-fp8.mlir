@@ -1,6 +1,7 @@
 // RUN: pa-opt %s -convert-paged-attn-to-gpu="chip=sm_70" | FileCheck %s --check-prefixes=CHECK,SW
-// RUN: pa-opt %s -convert-paged-attn-to-gpu="chip=sm_90" | FileCheck %s --check-prefixes=CHECK,HW
+// RUN: pa-opt %s -convert-paged-attn-to-gpu="chip=sm_90 kernel=simt heads-per-program=4" | FileCheck %s --check-prefixes=CHECK,HW
 // RUN: sed s/f8E4M3FN/f8E5M2/g %s | pa-opt -convert-paged-attn-to-gpu="chip=sm_70" | FileCheck %s --check-prefix=E5M2
+// RUN: pa-opt %s -convert-paged-attn-to-gpu="chip=sm_90" | FileCheck %s --check-prefix=MMA
 
 // fp8 KV caches (x = 16) run on the SIMT kernel on every chip. The op's
 // scales reach the kernel as scalars with the device-pointer path off; k_scale
@@ -52,6 +53,16 @@
 // v_scale multiplies the partition's output.
 // CHECK: arith.divf
 // CHECK-NEXT: arith.mulf %{{.*}}, %{{.*}} : f32
+
+// sm_89+ with an f16 query: the tensor-core kernel. 16-byte key chunks (16
+// dims) widen to 8 f16 pairs, the A operands of 4 k16 blocks; 4-token value
+// rows are 4 bytes.
+// MMA: gpu.func @pa_f16_kvf8E4M3FN_d128_b16_h8_mma_partition
+// MMA: scf.for
+// MMA: %[[K:.*]] = vector.load %arg1[%{{.*}}] {alignment = 16 : i64} : memref<1099511627776xf8E4M3FN>, vector<16xf8E4M3FN>
+// MMA-COUNT-8: nvvm.convert.f8x2.to.f16x2 %{{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+// MMA: vector.load %arg2[%{{.*}}] {alignment = 4 : i64} : memref<1099511627776xf8E4M3FN>, vector<4xf8E4M3FN>
+// MMA: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32)
 
 // e5m2 is the top byte of an f16: one shift, no factor.
 // E5M2: gpu.func @pa_f16_kvf8E5M2_d128_b16_h4_partition
