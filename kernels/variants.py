@@ -8,11 +8,13 @@ Which partition kernel a variant gets follows the planning rule of
 convert-paged-attn-to-gpu (KernelPlan.cpp): from sm_80, f16 and bf16 use the
 tensor-core kernel (tiles of 8 or 16 query heads, n8 blocks of the mma);
 sm_70 and f32 caches use the SIMT kernel (tiles 1, 2, 4, and 8 for f32 up to
-head size 128).
+head size 128); fp8 caches use the tensor cores from sm_89 with f16 queries,
+else the SIMT kernel (tiles 1 and 4).
 
 * library:  what the build packages for the runtime: every dtype x head size
             x block size x tile x tmp_output dtype, each lean and _ext
-            (ALiBi / soft cap): 660 sm_70, 444 sm_80, 444 sm_90 bundles.
+            (ALiBi / soft cap), and the fp8 caches (fp8()): 1164 sm_70,
+            444 sm_80, 912 sm_90 bundles.
 * covering: a smaller set in which every value of every dimension appears,
             with the corner pairs — what CI assembles with ptxas.
 * full:     the whole product, behind the opt-in target.
