@@ -43,6 +43,15 @@ Value mlir::paged_attn::slidingWindowStart(ImplicitLocOpBuilder &b,
                                  cIdx(b, 0));
 }
 
+Value mlir::paged_attn::fp8PairToF16(ImplicitLocOpBuilder &b, Value bytes,
+                                     Type fp8Type, int64_t i) {
+  Value pair =
+      vector::ShuffleOp::create(b, bytes, bytes, ArrayRef<int64_t>{i, i + 1});
+  return NVVM::ConvertF8x2ToF16x2Op::create(
+      b, VectorType::get({2}, b.getF16Type()), pair, b.getBoolAttr(false),
+      TypeAttr::get(fp8Type));
+}
+
 SmallVector<Value> mlir::paged_attn::toF32Scalars(ImplicitLocOpBuilder &b,
                                                   Value vec, bool fp8Hardware) {
   auto type = cast<VectorType>(vec.getType());
@@ -62,19 +71,13 @@ SmallVector<Value> mlir::paged_attn::toF32Scalars(ImplicitLocOpBuilder &b,
                                          i32, b.getI32IntegerAttr(16))));
     wide = arith::BitcastOp::create(b, VectorType::get({n}, f32), sh);
   } else if (isa<Float8E4M3FNType, Float8E5M2Type>(type.getElementType())) {
-    auto i8 = VectorType::get({n}, b.getI8Type());
-    Value bytes = arith::BitcastOp::create(b, i8, vec);
+    Value bytes =
+        arith::BitcastOp::create(b, VectorType::get({n}, b.getI8Type()), vec);
     if (fp8Hardware) {
-      // cvt.rn.f16x2.{e4m3x2,e5m2x2} (sm_89 and newer): exact, two at a
-      // time, then f16 to f32.
+      // Exact f16 pairs, then f16 to f32.
       SmallVector<Value> out;
-      auto f16x2 = VectorType::get({2}, b.getF16Type());
       for (int64_t i = 0; i < n; i += 2) {
-        Value pair = vector::ShuffleOp::create(b, bytes, bytes,
-                                               ArrayRef<int64_t>{i, i + 1});
-        Value h = NVVM::ConvertF8x2ToF16x2Op::create(
-            b, f16x2, pair, b.getBoolAttr(false),
-            TypeAttr::get(type.getElementType()));
+        Value h = fp8PairToF16(b, bytes, type.getElementType(), i);
         for (int64_t k = 0; k < 2; ++k)
           out.push_back(arith::ExtFOp::create(
               b, f32,

@@ -31,6 +31,10 @@ Value loadVector(ImplicitLocOpBuilder &b, Value memref, Value offset,
 /// shifts, e4m3 then being 2^-8 of its value: KernelPlan::cacheFactor).
 SmallVector<Value> toF32Scalars(ImplicitLocOpBuilder &b, Value vec,
                                 bool fp8Hardware = false);
+/// Elements i, i + 1 of `bytes` (an fp8 vector of `fp8Type` bitcast to i8)
+/// as an exact vector<2xf16>: cvt.rn.f16x2.e4m3x2 / e5m2x2 (sm_89+).
+Value fp8PairToF16(ImplicitLocOpBuilder &b, Value bytes, Type fp8Type,
+                   int64_t i);
 /// Converts an fp32 scalar to `type` (round to nearest even).
 Value fromF32(ImplicitLocOpBuilder &b, Value f32, Type type);
 

@@ -132,19 +132,12 @@ SmallVector<Value> MmaPartitionBuilder::cacheWords(ImplicitLocOpBuilder &b,
   if (!plan.fp8Cache())
     return words(b, vec);
   auto type = cast<VectorType>(vec.getType());
-  int64_t n = type.getNumElements();
   Value bytes = arith::BitcastOp::create(
-      b, VectorType::get({n}, b.getI8Type()), vec);
-  auto f16x2 = VectorType::get({2}, b.getF16Type());
+      b, VectorType::get({type.getNumElements()}, b.getI8Type()), vec);
   SmallVector<Value> out;
-  for (int64_t i = 0; i < n; i += 2) {
-    Value pair =
-        vector::ShuffleOp::create(b, bytes, bytes, ArrayRef<int64_t>{i, i + 1});
-    Value h = NVVM::ConvertF8x2ToF16x2Op::create(
-        b, f16x2, pair, b.getBoolAttr(false),
-        TypeAttr::get(type.getElementType()));
-    out.push_back(words(b, h).front());
-  }
+  for (int64_t i = 0; i < type.getNumElements(); i += 2)
+    out.push_back(
+        words(b, fp8PairToF16(b, bytes, type.getElementType(), i)).front());
   return out;
 }
 
