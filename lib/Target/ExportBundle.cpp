@@ -33,8 +33,7 @@ constexpr const char *kPartitionParams =
     "partition_tokens num_kv_heads group_size";
 constexpr const char *kReduceParams =
     "output exp_sums max_logits tmp_output seq_lens num_heads "
-    "max_num_partitions partition_tokens sliding_window";
-constexpr int64_t kReduceThreads = 128;
+    "max_num_partitions partition_tokens sliding_window num_partitions";
 
 std::string typeName(Type t) {
   std::string s;
@@ -87,8 +86,9 @@ std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
   for (StringRef role : {"partition", "onepass"})
     m << "kernel " << role << " " << variant << "_" << role << " threads "
       << threads << " smem " << smem << "\n";
-  m << "kernel reduce " << variant << "_reduce threads " << kReduceThreads
-    << " smem 0\n";
+  m << "kernel reduce " << variant << "_reduce threads "
+    << intOf(key, "reduce_threads") << " smem "
+    << intOf(key, "reduce_shared_bytes") << "\n";
   // The _ext variants take ALiBi and the logits soft cap; every variant the
   // sliding window (KernelBuilders.h).
   // fp8 caches add their scales (scalars, or two floats on the device).
@@ -106,7 +106,9 @@ std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
        "num_kv_heads*ceil(group_size/heads_per_program) num_seqs\n"
     << "grid onepass 1 num_kv_heads*ceil(group_size/heads_per_program) "
        "num_seqs\n"
-    << "grid reduce ceil(num_heads/4) num_seqs\n";
+    << "grid reduce "
+    << cast<StringAttr>(key.get("reduce_grid_x")).getValue()
+    << " num_seqs\n";
   return "";
 }
 

@@ -325,8 +325,10 @@ const HeadShape kHeadShapes[] = {
     {"GQA6", 12, 2},  {"GQA7", 14, 2},  {"GQA8", 16, 2},
     {"GQA16", 32, 2}, {"MQA32", 32, 1}, {"MQA64", 64, 1}};
 constexpr int kNumShapes = sizeof(kHeadShapes) / sizeof(kHeadShapes[0]);
-enum Profile { kShort, kRagged, kLong };
-const char *const kProfileNames[] = {"short", "ragged", "long"};
+/// Context lengths: short (one partition), ragged (up to 6 partitions of
+/// 512), medium (9 to 16: the reduce's two-heads-per-program mapping), long.
+enum Profile { kShort, kRagged, kMedium, kLong };
+const char *const kProfileNames[] = {"short", "ragged", "medium", "long"};
 
 /// Optional features a case turns on (a bit mask).
 enum Feature { kAlibi = 1, kWindow = 2, kSoftCap = 4, kAllFeatures = 7 };
@@ -376,7 +378,7 @@ std::vector<Case> coveringCases(bool quick, bool withLong, uint64_t seed) {
     c.blockSize = kBlockSizes[quick ? (i + i / 3) % 3 : (i / 21) % 3];
     c.shape = (i * 5 + 1) % kNumShapes;
     c.fixedGrid = (i + i / 7) % 2 == 1;
-    c.profile = i % 4 == 0 ? kShort : kRagged;
+    c.profile = i % 4 == 0 ? kShort : i % 4 == 2 ? kMedium : kRagged;
     // Every combination of the features, none in half the cases.
     c.features = i % 2 ? 0 : (i / 2) % 8;
     cases.push_back(c);
@@ -426,8 +428,11 @@ struct Inputs {
 
 std::vector<int> makeLengths(const Case &c, Rng &rng) {
   std::vector<int> lens;
-  int maxLen = c.profile == kShort ? 300 : c.profile == kRagged ? 3000 : 40000;
-  int minLen = c.profile == kLong ? 32768 : 1;
+  int maxLen = c.profile == kShort    ? 300
+               : c.profile == kRagged ? 3000
+               : c.profile == kMedium ? 8192
+                                      : 40000;
+  int minLen = c.profile == kLong ? 32768 : c.profile == kMedium ? 4097 : 1;
   int seqs = c.profile == kShort    ? rng.range(1, 4)
              : c.profile == kRagged ? rng.range(2, 6)
                                     : 2;

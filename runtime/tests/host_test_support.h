@@ -176,10 +176,11 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
       "max_num_partitions partition_tokens" +
           std::string(s.features.find("sliding_window") != std::string::npos
                           ? " sliding_window"
-                          : ""),
+                          : "") +
+          " num_partitions",
       "grid partition num_partitions num_kv_heads*ceil(group_size/"
       "heads_per_program) num_seqs",
-      "grid reduce ceil(num_heads/4) num_seqs",
+      "grid reduce ceil(num_heads/ceil(4/ceil(num_partitions/8))) num_seqs",
   };
   if (s.onePass) {
     lines.push_back("kernel onepass pa_" + s.name +

@@ -455,6 +455,8 @@ void planTests() {
     CHECK_EQ(p.partition_tokens, 1024);
     CHECK_EQ(p.num_partitions, 32);
     CHECK_DIM3(p.grid, 32, 8, 8);
+    // More than 16 partitions: each reduce program serves one head.
+    CHECK_DIM3(p.reduce_grid, 32, 8, 1);
   });
 
   // One sequence, long context: never doubles (64 programs).
@@ -467,6 +469,26 @@ void planTests() {
     CHECK_OK(st);
     CHECK_EQ(p.partition_tokens, 512);
     CHECK_EQ(p.num_partitions, 64);
+    CHECK_DIM3(p.reduce_grid, 32, 1, 1);
+  });
+
+  // The reduce grid follows the partition count: up to 8 partitions four
+  // heads per program, 9 to 16 two, more one.
+  run("plan_reduce_heads_per_program", [] {
+    pa_decode_args a = validArgs();
+    a.num_seqs = 1;
+    struct {
+      int maxSeqLen, parts, gridX;
+    } cases[] = {{2048, 8, 8}, {2049, 9, 16}, {4096, 16, 16},
+                 {4097, 17, 16}, {6144, 24, 16}, {6145, 25, 32}};
+    for (const auto &c : cases) {
+      a.max_seq_len = c.maxSeqLen;
+      pa_status st;
+      pa_plan p = planOn(kH200, {Spec()}, a, st);
+      CHECK_OK(st);
+      CHECK_EQ(p.num_partitions, c.parts);
+      CHECK_DIM3(p.reduce_grid, c.gridX, 1, 1);
+    }
   });
 
   // Rounding to token_step*warps: ceil(20000/64) = 313 -> 320.
@@ -544,7 +566,8 @@ void planTests() {
     CHECK_EQ(p.partition_tokens, 512);
     CHECK_EQ(p.num_partitions, 64);
     CHECK_DIM3(p.grid, 64, 8, 4);
-    CHECK_DIM3(p.reduce_grid, 8, 4, 1);
+    // 64 partitions: one head per reduce program (KernelBuilders.h).
+    CHECK_DIM3(p.reduce_grid, 32, 4, 1);
     // No dependence on the SM count or the batch's lengths.
     pa_plan q = planOn(kV100, {Spec()}, a, st);
     CHECK_OK(st);
@@ -665,11 +688,13 @@ void marshalTests() {
     CHECK_EQ(*static_cast<int32_t *>(k.pointers[14]), 4);
     CHECK_EQ(*static_cast<int32_t *>(k.pointers[15]), 0); // no window
     marshalParams(d.kernel(Role::Reduce), a, plan, k);
-    CHECK_EQ(k.count, 9);
+    CHECK_EQ(k.count, 10);
     CHECK_EQ(k.values[0].ptr, a.output);
     CHECK_EQ(k.values[4].ptr, a.seq_lens);
     CHECK_EQ(*static_cast<int32_t *>(k.pointers[5]), a.num_heads);
     CHECK_EQ(*static_cast<int32_t *>(k.pointers[8]), 0); // no window
+    // The launched partition count: the reduce derives its mapping from it.
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[9]), plan.numPartitions);
   });
 
   // An _ext variant's features: the slopes pointer with its flag, the
@@ -737,7 +762,7 @@ void marshalTests() {
       a.v_scale = 0.021f;
     }
     marshalParams(d.kernel(Role::Reduce), a, plan, k);
-    CHECK_EQ(k.count, 9);
+    CHECK_EQ(k.count, 10);
   });
 
   run("marshal_fp8_ext_params", [] {

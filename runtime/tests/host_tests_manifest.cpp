@@ -46,10 +46,12 @@ void manifestTests() {
     CHECK(p.params[15] == ParamId::SlidingWindow);
     CHECK(d.hasOnePass());
     const KernelDesc &r = d.kernel(Role::Reduce);
-    CHECK_EQ(r.params.size(), size_t(9));
+    CHECK_EQ(r.params.size(), size_t(10));
     CHECK(r.params[5] == ParamId::NumHeads);
     CHECK(r.params[8] == ParamId::SlidingWindow);
-    CHECK_EQ(r.grid[0].text, std::string("ceil(num_heads/4)"));
+    CHECK(r.params[9] == ParamId::NumPartitions);
+    CHECK_EQ(r.grid[0].text,
+             std::string("ceil(num_heads/ceil(4/ceil(num_partitions/8)))"));
     CHECK_EQ(r.grid[1].text, std::string("num_seqs"));
     CHECK_EQ(r.grid[2].text, std::string("1")); // omitted: 1
   });
@@ -80,7 +82,7 @@ void manifestTests() {
       CHECK(p.params[19] == ParamId::VScalePtr);
       CHECK(p.params[20] == ParamId::ScalesOnDevice);
       CHECK_EQ(d.kernel(Role::OnePass).params.size(), size_t(21));
-      CHECK_EQ(d.kernel(Role::Reduce).params.size(), size_t(9)); // unchanged
+      CHECK_EQ(d.kernel(Role::Reduce).params.size(), size_t(10)); // unchanged
     }
     // A 16-bit bundle does not take them.
     CHECK(!descFor(Spec()).takesFp8Scales());
@@ -320,6 +322,7 @@ void gridExprTests() {
     env.set(GridSym::HeadsPerProgram, 4);
     env.set(GridSym::NumHeads, 48);
     env.set(GridSym::NumSeqs, 3);
+    env.set(GridSym::NumPartitions, 20);
     struct {
       const char *text;
       int64_t value;
@@ -330,6 +333,7 @@ void gridExprTests() {
                  {"ceil(7/2)", 4},
                  {"7/2", 3},
                  {"ceil((num_heads/heads_per_program))", 12},
+                 {"ceil(num_heads/ceil(4/ceil(num_partitions/8)))", 24},
                  {"1", 1}};
     for (const auto &c : cases) {
       GridExpr e;
@@ -531,8 +535,8 @@ void variantTests() {
     // the window, which leave no tmp_output.
     BundleDesc half = descFor(lean);
     std::vector<ParamId> &reduce = half.kernels[int(Role::Reduce)].params;
-    CHECK_EQ(int(reduce.back()), int(ParamId::SlidingWindow));
-    reduce.pop_back();
+    CHECK_EQ(int(reduce[reduce.size() - 2]), int(ParamId::SlidingWindow));
+    reduce.erase(reduce.end() - 2);
     descs = {half};
     CHECK_EQ(selectVariant(descs, kH200, plain), 0);
     CHECK_EQ(selectVariant(descs, kH200, window), -1);

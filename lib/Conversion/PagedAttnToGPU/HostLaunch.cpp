@@ -71,6 +71,13 @@ gpu::GPUModuleOp getOrCreateVariantModule(RewriterBase &rewriter,
                                   b.getI64IntegerAttr(plan.tokenStep)),
                    b.getNamedAttr("shared_bytes",
                                   b.getI64IntegerAttr(4 * plan.sharedFloats())),
+                   b.getNamedAttr("reduce_grid_x",
+                                  b.getStringAttr(reduceGridX())),
+                   b.getNamedAttr("reduce_threads",
+                                  b.getI64IntegerAttr(kReduceWarps * 32)),
+                   b.getNamedAttr("reduce_shared_bytes",
+                                  b.getI64IntegerAttr(
+                                      4 * reduceSharedFloats(plan.headSize))),
                });
   mod->setAttr("paged_attn.variant", key);
   NamedAttrList variants;
@@ -211,7 +218,8 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
     SmallVector<Value> reduceArgs{partitionArgs[5], partitionArgs[6],
                                   partitionArgs[7], partitionArgs[8],
                                   partitionArgs[4], i32(heads),
-                                  toI32(maxParts), i32(partition), window};
+                                  toI32(maxParts), i32(partition), window,
+                                  toI32(parts)};
 
     gpu::KernelDim3 block{idx(plan->threads()), idx(1), idx(1)};
     auto launchPartition = [&](OpBuilder &b, StringRef suffix, Value gridX) {
@@ -221,10 +229,17 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
           /*dynamicSharedMemorySize=*/Value(), partitionArgs);
     };
     auto launchReduce = [&](OpBuilder &b) {
+      // Heads per reduce program: ceil(4 / ceil(parts / 8)), as the kernel
+      // derives it from the same count (KernelBuilders.h).
+      Value perProgram = arith::CeilDivUIOp::create(
+          b, loc, idx(kReduceWarps),
+          arith::CeilDivUIOp::create(b, loc, parts,
+                                     idx(kReducePartitionsPerWarp)));
       gpu::LaunchFuncOp::create(
           b, loc, kernel("_reduce"),
-          gpu::KernelDim3{idx(llvm::divideCeil(heads, kReduceWarps)), seqs,
-                          idx(1)},
+          gpu::KernelDim3{arith::CeilDivUIOp::create(b, loc, idx(heads),
+                                                     perProgram),
+                          seqs, idx(1)},
           gpu::KernelDim3{idx(kReduceWarps * 32), idx(1), idx(1)},
           /*dynamicSharedMemorySize=*/Value(), reduceArgs);
     };

@@ -14,6 +14,8 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
+#include <string>
+
 namespace mlir::paged_attn {
 
 /// Elements of the flat view a kernel parameter takes. The kernels receive
@@ -36,12 +38,33 @@ inline MemRefType flatMemRefType(Type elementType) {
 gpu::GPUFuncOp buildPartitionKernel(OpBuilder &moduleBuilder, Location loc,
                                     const KernelPlan &plan, bool onePass);
 
-/// Threads of the reduce kernel: one warp per query head.
+/// Warps of a reduce program.
 inline constexpr int64_t kReduceWarps = 4;
+/// Partitions one reduce warp merges per step: a program serves
+/// ceil(kReduceWarps / ceil(num_partitions / kReducePartitionsPerWarp))
+/// query heads (4, 2 or 1), so a head with at most this many partitions is
+/// one warp's single step and longer contexts spread over more warps.
+inline constexpr int64_t kReducePartitionsPerWarp = 8;
+
+/// The reduce grid's x dimension as a manifest formula
+/// (docs/bundle-format.md): ceil(num_heads/ceil(4/ceil(num_partitions/8))).
+inline std::string reduceGridX() {
+  return "ceil(num_heads/ceil(" + std::to_string(kReduceWarps) +
+         "/ceil(num_partitions/" + std::to_string(kReducePartitionsPerWarp) +
+         ")))";
+}
+
+/// Workgroup floats of the reduce kernel: the warps' accumulators
+/// (kReduceWarps x head_size), then their maxima and exp sums.
+inline constexpr int64_t reduceSharedFloats(int64_t headSize) {
+  return kReduceWarps * (headSize + 2);
+}
 
 /// `<variant>_reduce`: (output, exp_sums, max_logits, tmp_output, seq_lens :
-/// flat memrefs, num_heads, max_num_partitions, partition_tokens : i32).
-/// Grid (ceil(num_heads / 4), num_seqs), 128 threads.
+/// flat memrefs, num_heads, max_num_partitions, partition_tokens,
+/// sliding_window, num_partitions : i32), num_partitions being the launched
+/// partition count. Grid (ceil(num_heads / heads per program), num_seqs),
+/// kReduceWarps * 32 threads.
 gpu::GPUFuncOp buildReduceKernel(OpBuilder &moduleBuilder, Location loc,
                                  const KernelPlan &plan);
 

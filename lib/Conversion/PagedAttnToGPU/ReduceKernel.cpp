@@ -1,14 +1,22 @@
 //===- ReduceKernel.cpp - the log-sum-exp reduce kernel -------------------===//
 //
-// Builds `<variant>_reduce`: one warp per (sequence, query head), four
-// heads per program. The partitions' statistics are merged lane-parallel
-// (each lane folds every 32nd partition's max and exp sum, then the warp
-// merges by xor shuffles), which gives every lane the global max M and the
-// total L. The lanes then walk the partitions, `kUnroll` at a time so their
-// 16-byte loads of tmp_output are in flight together, each lane across its
-// slice of head_size:
+// Builds `<variant>_reduce`. A program of kReduceWarps warps serves
+// `heads` = ceil(4 / ceil(num_partitions / 8)) query heads of one sequence
+// (4, 2 or 1), so each head gets warps = 4 / heads of them: a call with few
+// partitions keeps every warp busy on its own head, a long context spreads
+// one head's partitions over the whole program. The grid (manifest:
+// ceil(num_heads/ceil(4/ceil(num_partitions/8))) x num_seqs) and the kernel
+// derive the mapping from the same launched partition count.
 //
-//   out[d] = sum_p tmp[p][d] * exp_sums[p] * exp(max_logits[p] - M) / L
+//   1. statistics: the head's threads fold partitions first + t, first + t +
+//      32 * warps, ... (max and exp sum); each warp merges by xor shuffles,
+//      the head's warps through workgroup memory: all get M and L;
+//   2. partial outputs: the head's warp r walks partitions first + r,
+//      + warps, ..., `kUnroll` of them per step so their 16-byte tmp_output
+//      loads are in flight together, each lane across its slice of head_size:
+//        acc_w[d] = sum_p tmp[p][d] * exp_sums[p] * exp(max_logits[p] - M)
+//   3. the warps' accumulators meet in workgroup memory and the head's
+//      threads store out[d] = sum_w acc_w[d] / L, one 16-byte slice each.
 //
 // With a sliding window both walks start at the window's first partition:
 // the ones before it hold sentinels and no tmp_output, so they are not read.
@@ -30,8 +38,8 @@
 using namespace mlir;
 using namespace mlir::paged_attn;
 
-/// Partitions whose tmp_output rows are loaded together.
-static constexpr int64_t kUnroll = 4;
+/// Partitions of one warp whose tmp_output rows are loaded together.
+static constexpr int64_t kUnroll = kReducePartitionsPerWarp;
 
 gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
                                                    Location loc,
@@ -41,43 +49,69 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
   Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
   SmallVector<Type> args{flat(plan.elemType), flat(f32), flat(f32),
                          flat(plan.tmpType),  flat(i32), i32,
-                         i32,                 i32,       i32};
+                         i32,                 i32,       i32,
+                         i32};
+  const int64_t d = plan.headSize, threads = kReduceWarps * 32;
+  // Workgroup memory: the warps' accumulators (warps x head_size), then
+  // their maxima and exp sums (warps each).
+  auto sharedType = MemRefType::get(
+      {reduceSharedFloats(d)}, f32, MemRefLayoutAttrInterface{},
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
   auto func = gpu::GPUFuncOp::create(moduleBuilder, loc,
                                      plan.name() + "_reduce",
-                                     moduleBuilder.getFunctionType(args, {}));
+                                     moduleBuilder.getFunctionType(args, {}),
+                                     TypeRange{sharedType});
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                 moduleBuilder.getUnitAttr());
   func.setKnownBlockSizeAttr(moduleBuilder.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(kReduceWarps * 32), 1, 1}));
+      {static_cast<int32_t>(threads), 1, 1}));
   Block &entry = func.getBody().front();
   Value output = entry.getArgument(0), expSums = entry.getArgument(1),
         maxLogits = entry.getArgument(2), tmpOutput = entry.getArgument(3),
         seqLens = entry.getArgument(4), numHeadsArg = entry.getArgument(5),
         maxPartsArg = entry.getArgument(6), partTokens = entry.getArgument(7),
-        slidingWindow = entry.getArgument(8);
+        slidingWindow = entry.getArgument(8),
+        numPartsArg = entry.getArgument(9);
+  Value shared = func.getWorkgroupAttributions().front();
 
   ImplicitLocOpBuilder b(loc, ctx);
   b.setInsertionPointToStart(&entry);
-  const int64_t d = plan.headSize;
   const int64_t vec = 16 / (plan.tmpType.getIntOrFloatBitWidth() / 8);
   const int64_t vecs = d / vec;
   const int64_t vecsPerLane = llvm::divideCeil(vecs, 32);
   const bool padded = vecsPerLane * 32 != vecs;
+  const int64_t statM = kReduceWarps * d, statL = statM + kReduceWarps;
 
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value lane = arith::RemUIOp::create(b, tid, cIdx(b, 32));
   Value warp = arith::DivUIOp::create(b, tid, cIdx(b, 32));
+  // Heads per program (4, 2 or 1) and warps per head, from the launched
+  // partition count exactly as the grid formula computes them.
+  Value headsPerProgram = arith::CeilDivUIOp::create(
+      b, cIdx(b, kReduceWarps),
+      arith::CeilDivUIOp::create(b, toIndex(b, numPartsArg),
+                                 cIdx(b, kReducePartitionsPerWarp)));
+  Value warps = arith::DivUIOp::create(b, cIdx(b, kReduceWarps),
+                                       headsPerProgram);
+  Value slot = arith::DivUIOp::create(b, warp, warps);
+  Value rank = arith::RemUIOp::create(b, warp, warps);
+  Value firstWarp = arith::SubIOp::create(b, warp, rank);
+  Value headThreads = arith::MulIOp::create(b, warps, cIdx(b, 32));
+  Value headTid = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, rank, cIdx(b, 32)), lane);
+  Value numHeads = toIndex(b, numHeadsArg);
   Value head = arith::AddIOp::create(
       b,
       arith::MulIOp::create(b, gpu::BlockIdOp::create(b, gpu::Dimension::x),
-                            cIdx(b, kReduceWarps)),
-      warp);
-  Value seq = gpu::BlockIdOp::create(b, gpu::Dimension::y);
-  Value numHeads = toIndex(b, numHeadsArg);
-  Value inRange =
+                            headsPerProgram),
+      slot);
+  // A slot past the last head computes the last head again (every thread
+  // reaches the barriers) and stores nothing.
+  Value headValid =
       arith::CmpIOp::create(b, arith::CmpIPredicate::ult, head, numHeads);
-  auto ifOp = scf::IfOp::create(b, inRange, /*withElseRegion=*/false);
-  b.setInsertionPointToStart(ifOp.thenBlock());
+  head = arith::MinUIOp::create(
+      b, head, arith::SubIOp::create(b, numHeads, cIdx(b, 1)));
+  Value seq = gpu::BlockIdOp::create(b, gpu::Dimension::y);
 
   Value seqLen = toIndex(b, memref::LoadOp::create(b, seqLens, ValueRange{seq}));
   Value parts = arith::CeilDivUIOp::create(b, seqLen, toIndex(b, partTokens));
@@ -89,36 +123,64 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
                                     head);
   Value statBase = arith::MulIOp::create(b, row, toIndex(b, maxPartsArg));
   Value log2e = cF32(b, M_LOG2E);
-  auto scaledExp = [&](Value a, Value m) {
-    return exp2(b, arith::MulFOp::create(b, arith::SubFOp::create(b, a, m),
-                                         log2e));
+  auto scaledExp = [&](ImplicitLocOpBuilder &eb, Value a, Value m) {
+    return exp2(eb, arith::MulFOp::create(eb, arith::SubFOp::create(eb, a, m),
+                                          log2e));
+  };
+  // (m, l) merged with (mOther, lOther): the larger max, the sums rescaled.
+  auto merge = [&](ImplicitLocOpBuilder &mb, Value &m, Value &l, Value mOther,
+                   Value lOther) {
+    Value mNew = maxf(mb, m, mOther);
+    l = fma(mb, l, scaledExp(mb, m, mNew),
+            arith::MulFOp::create(mb, lOther, scaledExp(mb, mOther, mNew)));
+    m = mNew;
   };
 
-  // Statistics, lane-parallel: lane l folds partitions first + l, + 32, ...
+  // 1. Statistics: the head's thread t folds partitions first + t,
+  // + headThreads, ...
   auto statLoop = scf::ForOp::create(
-      b, arith::AddIOp::create(b, firstPart, lane), parts, cIdx(b, 32), ValueRange{cF32(b, -FLT_MAX), cF32(b, 0.0f)},
+      b, arith::AddIOp::create(b, firstPart, headTid), parts, headThreads,
+      ValueRange{cF32(b, -FLT_MAX), cF32(b, 0.0f)},
       [&](OpBuilder &nested, Location nloc, Value p, ValueRange iter) {
         ImplicitLocOpBuilder nb(nloc, nested);
         Value idx = arith::AddIOp::create(nb, statBase, p);
-        Value mp = memref::LoadOp::create(nb, maxLogits, ValueRange{idx});
-        Value lp = memref::LoadOp::create(nb, expSums, ValueRange{idx});
-        Value mNew = maxf(nb, iter[0], mp);
-        auto e = [&](Value a) {
-          return exp2(nb, arith::MulFOp::create(
-                              nb, arith::SubFOp::create(nb, a, mNew), log2e));
-        };
-        Value l = fma(nb, iter[1], e(iter[0]),
-                      arith::MulFOp::create(nb, lp, e(mp)));
-        scf::YieldOp::create(nb, ValueRange{mNew, l});
+        Value m = iter[0], l = iter[1];
+        merge(nb, m, l, memref::LoadOp::create(nb, maxLogits, ValueRange{idx}),
+              memref::LoadOp::create(nb, expSums, ValueRange{idx}));
+        scf::YieldOp::create(nb, ValueRange{m, l});
       });
   Value m = statLoop.getResult(0), l = statLoop.getResult(1);
-  for (int64_t off = 1; off < 32; off *= 2) {
-    Value mOther = shuffleXor(b, m, off), lOther = shuffleXor(b, l, off);
-    Value mNew = maxf(b, m, mOther);
-    l = fma(b, l, scaledExp(m, mNew),
-            arith::MulFOp::create(b, lOther, scaledExp(mOther, mNew)));
-    m = mNew;
+  for (int64_t off = 1; off < 32; off *= 2)
+    merge(b, m, l, shuffleXor(b, m, off), shuffleXor(b, l, off));
+  {
+    Value isLane0 =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, cIdx(b, 0));
+    auto ifOp = scf::IfOp::create(b, isLane0, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    memref::StoreOp::create(
+        b, m, shared, ValueRange{arith::AddIOp::create(b, warp, cIdx(b, statM))});
+    memref::StoreOp::create(
+        b, l, shared, ValueRange{arith::AddIOp::create(b, warp, cIdx(b, statL))});
   }
+  gpu::BarrierOp::create(b);
+  // The head's threads merge its warps in the same order: one M and L.
+  auto statMerge = scf::ForOp::create(
+      b, firstWarp, arith::AddIOp::create(b, firstWarp, warps), cIdx(b, 1),
+      ValueRange{cF32(b, -FLT_MAX), cF32(b, 0.0f)},
+      [&](OpBuilder &nested, Location nloc, Value w, ValueRange iter) {
+        ImplicitLocOpBuilder nb(nloc, nested);
+        Value mw = iter[0], lw = iter[1];
+        merge(nb, mw, lw,
+              memref::LoadOp::create(
+                  nb, shared,
+                  ValueRange{arith::AddIOp::create(nb, w, cIdx(nb, statM))}),
+              memref::LoadOp::create(
+                  nb, shared,
+                  ValueRange{arith::AddIOp::create(nb, w, cIdx(nb, statL))}));
+        scf::YieldOp::create(nb, ValueRange{mw, lw});
+      });
+  m = statMerge.getResult(0), l = statMerge.getResult(1);
   Value invL = arith::DivFOp::create(b, cF32(b, 1.0f), l);
 
   // Each lane's slices of head_size (clamped; padded lanes do not store).
@@ -132,28 +194,28 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
     sliceOfs.push_back(arith::MulIOp::create(b, v, cIdx(b, vec)));
   }
 
-  // Weighted sum of the partial outputs, kUnroll partitions per step.
+  // 2. The warp's weighted sum of its partitions' outputs: partitions
+  // p0 + u * warps (u < kUnroll) per step.
   SmallVector<Value> init(vecsPerLane * vec, cF32(b, 0.0f));
   Value lastPart = arith::SubIOp::create(b, parts, cIdx(b, 1));
   auto accLoop = scf::ForOp::create(
-      b, firstPart, parts, cIdx(b, kUnroll), init,
+      b, arith::AddIOp::create(b, firstPart, rank), parts,
+      arith::MulIOp::create(b, warps, cIdx(b, kUnroll)), init,
       [&](OpBuilder &nested, Location nloc, Value p0, ValueRange iter) {
         ImplicitLocOpBuilder nb(nloc, nested);
         SmallVector<Value> acc(iter);
         SmallVector<Value> weights;
         SmallVector<SmallVector<Value>> rows;
         for (int64_t u = 0; u < kUnroll; ++u) {
-          Value p = arith::AddIOp::create(nb, p0, cIdx(nb, u));
+          Value p = arith::AddIOp::create(
+              nb, p0, arith::MulIOp::create(nb, warps, cIdx(nb, u)));
           Value live =
               arith::CmpIOp::create(nb, arith::CmpIPredicate::ult, p, parts);
           Value pc = arith::MinUIOp::create(nb, p, lastPart);
           Value idx = arith::AddIOp::create(nb, statBase, pc);
           Value mp = memref::LoadOp::create(nb, maxLogits, ValueRange{idx});
           Value lp = memref::LoadOp::create(nb, expSums, ValueRange{idx});
-          Value w = arith::MulFOp::create(
-              nb, lp,
-              exp2(nb, arith::MulFOp::create(
-                           nb, arith::SubFOp::create(nb, mp, m), log2e)));
+          Value w = arith::MulFOp::create(nb, lp, scaledExp(nb, mp, m));
           weights.push_back(
               arith::SelectOp::create(nb, live, w, cF32(nb, 0.0f)));
           Value rowBase = arith::MulIOp::create(nb, idx, cIdx(nb, d));
@@ -172,22 +234,18 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
         scf::YieldOp::create(nb, acc);
       });
 
-  Value outRow = arith::MulIOp::create(b, row, cIdx(b, d));
-  auto outVecType = VectorType::get({vec}, plan.elemType);
-  int64_t outBytes = vec * plan.elemType.getIntOrFloatBitWidth() / 8;
+  // 3. The warps' accumulators meet in workgroup memory.
+  auto accVecType = VectorType::get({vec}, f32);
+  auto sharedAlign = llvm::MaybeAlign(std::min<int64_t>(4 * vec, 16));
+  Value warpRow = arith::MulIOp::create(b, warp, cIdx(b, d));
   for (int64_t i = 0; i < vecsPerLane; ++i) {
-    SmallVector<Value> outs;
-    for (int64_t e = 0; e < vec; ++e)
-      outs.push_back(fromF32(
-          b, arith::MulFOp::create(b, accLoop.getResult(i * vec + e), invL),
-          plan.elemType));
-    Value packed = vector::FromElementsOp::create(b, outVecType, outs);
+    SmallVector<Value> slice(accLoop.getResults().slice(i * vec, vec));
+    Value packed = vector::FromElementsOp::create(b, accVecType, slice);
     auto store = [&](ImplicitLocOpBuilder &sb) {
       vector::StoreOp::create(
-          sb, packed, output,
-          ValueRange{arith::AddIOp::create(sb, outRow, sliceOfs[i])},
-          /*nontemporal=*/false,
-          llvm::MaybeAlign(std::min<int64_t>(outBytes, 16)));
+          sb, packed, shared,
+          ValueRange{arith::AddIOp::create(sb, warpRow, sliceOfs[i])},
+          /*nontemporal=*/false, sharedAlign);
     };
     if (!padded) {
       store(b);
@@ -198,8 +256,53 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
     b.setInsertionPointToStart(storeIf.thenBlock());
     store(b);
   }
+  gpu::BarrierOp::create(b);
 
-  b.setInsertionPointAfter(ifOp);
+  // The head's thread t finishes slices t, t + headThreads, ...: the sum of
+  // its warps' accumulators, / L.
+  Value outRow = arith::MulIOp::create(b, row, cIdx(b, d));
+  auto outVecType = VectorType::get({vec}, plan.elemType);
+  int64_t outBytes = vec * plan.elemType.getIntOrFloatBitWidth() / 8;
+  auto storeIf = scf::IfOp::create(b, headValid, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(storeIf.thenBlock());
+  Value firstRow = arith::MulIOp::create(b, firstWarp, cIdx(b, d));
+  scf::ForOp::create(
+      b, headTid, cIdx(b, vecs), headThreads, ValueRange{},
+      [&](OpBuilder &nested, Location nloc, Value v, ValueRange) {
+        ImplicitLocOpBuilder nb(nloc, nested);
+        Value ofs = arith::MulIOp::create(nb, v, cIdx(nb, vec));
+        Value zero = vector::BroadcastOp::create(nb, accVecType, cF32(nb, 0.0f));
+        auto sumLoop = scf::ForOp::create(
+            nb, cIdx(nb, 0), warps, cIdx(nb, 1), ValueRange{zero},
+            [&](OpBuilder &inner, Location iloc, Value w, ValueRange iter) {
+              ImplicitLocOpBuilder ib(iloc, inner);
+              Value at = arith::AddIOp::create(
+                  ib, arith::AddIOp::create(ib, firstRow, ofs),
+                  arith::MulIOp::create(ib, w, cIdx(ib, d)));
+              Value part = vector::LoadOp::create(ib, accVecType, shared,
+                                                  ValueRange{at},
+                                                  /*nontemporal=*/false,
+                                                  sharedAlign);
+              scf::YieldOp::create(
+                  ib, ValueRange{arith::AddFOp::create(ib, iter[0], part)});
+            });
+        Value sum = sumLoop.getResult(0);
+        SmallVector<Value> outs;
+        for (int64_t e = 0; e < vec; ++e)
+          outs.push_back(fromF32(
+              nb,
+              arith::MulFOp::create(
+                  nb, vector::ExtractOp::create(nb, sum, int64_t(e)), invL),
+              plan.elemType));
+        vector::StoreOp::create(
+            nb, vector::FromElementsOp::create(nb, outVecType, outs), output,
+            ValueRange{arith::AddIOp::create(nb, outRow, ofs)},
+            /*nontemporal=*/false,
+            llvm::MaybeAlign(std::min<int64_t>(outBytes, 16)));
+        scf::YieldOp::create(nb);
+      });
+  b.setInsertionPointAfter(storeIf);
+
   gpu::ReturnOp::create(b);
   return func;
 }

@@ -26,7 +26,7 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // Workgroup memory: the epilogue's 4 warps x 8 heads x (128 + 2) floats,
 // each warp's two 8 x 20 buffers for the weights, and the tile's query
 // (8 heads x (64 + 16 padding) words).
-// CHECK: gpu.module @pa_f16_d128_b16_h8_mma attributes {paged_attn.variant = {{{.*}}ext_logits = false, {{.*}}heads_per_program = 8 : i64, shared_bytes = 24320 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+// CHECK: gpu.module @pa_f16_d128_b16_h8_mma attributes {paged_attn.variant = {{{.*}}ext_logits = false, {{.*}}heads_per_program = 8 : i64, reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 24320 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
 // The lean variant takes the sliding window (last), not ALiBi or the cap.
 // CHECK: gpu.func @pa_f16_d128_b16_h8_mma_partition({{.*}}, %{{.*}}: i32, %{{.*}}: i32) workgroup(%[[SMEM:.*]] : memref<6080xf32, #gpu.address_space<workgroup>>) kernel
 // The query, staged once: 16-byte loads to workgroup memory, one barrier.

@@ -14,7 +14,13 @@
 // CHECK:   gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_onepass blocks in (%{{.*}}, %[[KV:.*]], %[[SEQS]]) threads in (%[[T128:.*]], %{{.*}}, %{{.*}}) args(%[[QF]] : memref<1099511627776xf16>, {{.*}}, %[[SCALE]] : f32,
 // CHECK: } else {
 // CHECK:   gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_partition blocks in (%[[PARTS]], %{{.*}}, %[[SEQS]]) threads in
-// CHECK:   gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_reduce blocks in (%{{.*}}, %[[SEQS]], %{{.*}}) threads in
+// Reduce: ceil(4 / ceil(parts / 8)) heads per program, over 32 heads; its
+// last argument is the launched partition count.
+// CHECK:   %[[P8:.*]] = arith.ceildivui %[[PARTS]], %c8
+// CHECK:   %[[RH:.*]] = arith.ceildivui %c4, %[[P8]]
+// CHECK:   %[[HEADS:.*]] = arith.constant 32 : index
+// CHECK:   %[[RX:.*]] = arith.ceildivui %[[HEADS]], %[[RH]]
+// CHECK:   gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_reduce blocks in (%[[RX]], %[[SEQS]], %{{.*}}) threads in (%{{.*}}) args({{.*}}, %[[PI32:.*]] : i32)
 // CHECK: }
 func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
     %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %max: index,
@@ -30,7 +36,7 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 }
 
 // The variant module: the key, three kernels, bare-pointer flat parameters.
-// CHECK: gpu.module @pa_f16_d128_b16_h4 attributes {paged_attn.variant = {block_size = 16 : i64, cache_dtype = f16, dtype = f16, ext_logits = false, head_size = 128 : i64, heads_per_program = 4 : i64, shared_bytes = 8320 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+// CHECK: gpu.module @pa_f16_d128_b16_h4 attributes {paged_attn.variant = {block_size = 16 : i64, cache_dtype = f16, dtype = f16, ext_logits = false, head_size = 128 : i64, heads_per_program = 4 : i64, reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 8320 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
 
 // Partition kernel: one program per (partition, kv head x tile, sequence);
 // sentinels for empty partitions; the token loop over warp steps carrying
@@ -64,18 +70,50 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK: gpu.barrier
 // CHECK: arith.truncf %{{.*}} : f32 to f16
 
-// Reduce kernel: lane-parallel statistics, warp merge, then the partial
-// outputs 4 partitions per step, each a 16-byte f32x4 load; both walks
-// start at the sliding window's first partition (%[[RW]]).
-// CHECK: gpu.func @pa_f16_d128_b16_h4_reduce(%{{.*}}: memref<1099511627776xf16>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xi32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[RW:.*]]: i32) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// Reduce kernel: ceil(4 / ceil(num_partitions / 8)) heads per program
+// (%[[NP]]), 4 / that many warps per head. A head's threads fold the
+// statistics, merge by xor shuffles, then across the head's warps in
+// workgroup memory. Each warp sums its partitions' outputs (every warps-th,
+// 8 per step, each a 16-byte f32x4 load); the warps' sums meet in workgroup
+// memory and only a slot with a real head stores. Both walks start at the
+// sliding window's first partition (%[[RW]]).
+// CHECK: gpu.func @pa_f16_d128_b16_h4_reduce(%{{.*}}: memref<1099511627776xf16>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xi32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[RW:.*]]: i32, %[[NP:.*]]: i32) workgroup(%[[RS:.*]] : memref<520xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[LANE:.*]] = arith.remui %[[TID]], %c32
+// CHECK: %[[WARP:.*]] = arith.divui %[[TID]], %c32
+// CHECK: %[[NPI:.*]] = arith.index_cast %[[NP]] : i32 to index
+// CHECK: %[[NP8:.*]] = arith.ceildivui %[[NPI]], %c8
+// CHECK: %[[PER:.*]] = arith.ceildivui %c4, %[[NP8]]
+// CHECK: %[[WARPS:.*]] = arith.divui %c4{{.*}}, %[[PER]]
+// CHECK: %[[SLOT:.*]] = arith.divui %[[WARP]], %[[WARPS]]
+// CHECK: %[[RANK:.*]] = arith.remui %[[WARP]], %[[WARPS]]
+// CHECK: %[[HT:.*]] = arith.muli %[[WARPS]], %c32
+// CHECK: %[[HTID:.*]] = arith.addi %{{.*}}, %[[LANE]]
+// CHECK: %[[BX:.*]] = gpu.block_id x
+// CHECK: %[[H0:.*]] = arith.muli %[[BX]], %[[PER]]
+// CHECK: %[[HEAD:.*]] = arith.addi %[[H0]], %[[SLOT]]
+// CHECK: %[[VALID:.*]] = arith.cmpi ult, %[[HEAD]]
+// CHECK: arith.minui %[[HEAD]]
 // CHECK: %[[W:.*]] = arith.index_cast %[[RW]] : i32 to index
 // CHECK: %[[START:.*]] = arith.select %{{.*}}, %{{.*}}, %c0{{.*}} : index
 // CHECK: %[[FIRST:.*]] = arith.divui %[[START]], %{{.*}} : index
-// CHECK: %[[LB:.*]] = arith.addi %[[FIRST]], %{{.*}} : index
-// CHECK: scf.for %{{.*}} = %[[LB]] to {{.*}} -> (f32, f32)
-// CHECK-COUNT-5: gpu.shuffle xor
-// CHECK: scf.for %{{.*}} = %[[FIRST]] to {{.*}} -> (f32, f32, f32, f32)
-// CHECK-COUNT-4: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xf32>, vector<4xf32>
+// CHECK: %[[LB:.*]] = arith.addi %[[FIRST]], %[[HTID]] : index
+// CHECK: scf.for %{{.*}} = %[[LB]] to %{{.*}} step %[[HT]] iter_args({{.*}}) -> (f32, f32)
+// CHECK-COUNT-10: gpu.shuffle xor
+// CHECK: memref.store %{{.*}}, %[[RS]]
+// CHECK: gpu.barrier
+// CHECK: scf.for {{.*}} -> (f32, f32)
+// CHECK: memref.load %[[RS]]
+// CHECK: %[[WSTEP:.*]] = arith.muli %[[WARPS]], %c8
+// CHECK: %[[WLB:.*]] = arith.addi %[[FIRST]], %[[RANK]] : index
+// CHECK: scf.for %{{.*}} = %[[WLB]] to %{{.*}} step %[[WSTEP]] iter_args({{.*}}) -> (f32, f32, f32, f32)
+// CHECK-COUNT-8: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xf32>, vector<4xf32>
+// CHECK: vector.store %{{.*}}, %[[RS]][%{{.*}}] {alignment = 16 : i64} : memref<520xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: gpu.barrier
+// CHECK: scf.if %[[VALID]]
+// CHECK: scf.for %{{.*}} = %[[HTID]] to %c32{{.*}} step %[[HT]]
+// CHECK: scf.for %{{.*}} to %[[WARPS]]
+// CHECK: vector.load %[[RS]]
 // CHECK: vector.store %{{.*}} {alignment = 8 : i64} : memref<1099511627776xf16>, vector<4xf16>
 
 // -----
