@@ -152,20 +152,30 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
   Value m = statLoop.getResult(0), l = statLoop.getResult(1);
   for (int64_t off = 1; off < 32; off *= 2)
     merge(b, m, l, shuffleXor(b, m, off), shuffleXor(b, l, off));
+  // A head of one warp has its M and L now; several warps merge theirs
+  // through workgroup memory. `warps` is uniform over the program, so the
+  // barriers inside the branch are reached by all of its threads.
+  Value multi =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, warps, cIdx(b, 1));
+  auto statIf = scf::IfOp::create(b, TypeRange{f32, f32}, multi,
+                                  /*withElseRegion=*/true);
   {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(statIf.elseBlock());
+    scf::YieldOp::create(b, ValueRange{m, l});
+    b.setInsertionPointToStart(statIf.thenBlock());
     Value isLane0 =
         arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, cIdx(b, 0));
     auto ifOp = scf::IfOp::create(b, isLane0, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     memref::StoreOp::create(
         b, m, shared, ValueRange{arith::AddIOp::create(b, warp, cIdx(b, statM))});
     memref::StoreOp::create(
         b, l, shared, ValueRange{arith::AddIOp::create(b, warp, cIdx(b, statL))});
-  }
-  gpu::BarrierOp::create(b);
-  // The head's threads merge its warps in the same order: one M and L.
-  auto statMerge = scf::ForOp::create(
+    b.setInsertionPointAfter(ifOp);
+    gpu::BarrierOp::create(b);
+    // The head's threads merge its warps in the same order: one M and L.
+    auto statMerge = scf::ForOp::create(
       b, firstWarp, arith::AddIOp::create(b, firstWarp, warps), cIdx(b, 1),
       ValueRange{cF32(b, -FLT_MAX), cF32(b, 0.0f)},
       [&](OpBuilder &nested, Location nloc, Value w, ValueRange iter) {
@@ -180,7 +190,9 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
                   ValueRange{arith::AddIOp::create(nb, w, cIdx(nb, statL))}));
         scf::YieldOp::create(nb, ValueRange{mw, lw});
       });
-  m = statMerge.getResult(0), l = statMerge.getResult(1);
+    scf::YieldOp::create(b, statMerge.getResults());
+  }
+  m = statIf.getResult(0), l = statIf.getResult(1);
   Value invL = arith::DivFOp::create(b, cF32(b, 1.0f), l);
 
   // Each lane's slices of head_size (clamped; padded lanes do not store).
@@ -234,74 +246,90 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
         scf::YieldOp::create(nb, acc);
       });
 
-  // 3. The warps' accumulators meet in workgroup memory.
+  // 3. The output, out[d] = acc[d] / L in 16-byte slices: a head of one
+  // warp stores its lanes' registers; several warps' accumulators first meet
+  // in workgroup memory, then the head's thread t finishes slices t,
+  // t + headThreads, ...
   auto accVecType = VectorType::get({vec}, f32);
   auto sharedAlign = llvm::MaybeAlign(std::min<int64_t>(4 * vec, 16));
-  Value warpRow = arith::MulIOp::create(b, warp, cIdx(b, d));
-  for (int64_t i = 0; i < vecsPerLane; ++i) {
-    SmallVector<Value> slice(accLoop.getResults().slice(i * vec, vec));
-    Value packed = vector::FromElementsOp::create(b, accVecType, slice);
-    auto store = [&](ImplicitLocOpBuilder &sb) {
-      vector::StoreOp::create(
-          sb, packed, shared,
-          ValueRange{arith::AddIOp::create(sb, warpRow, sliceOfs[i])},
-          /*nontemporal=*/false, sharedAlign);
-    };
-    if (!padded) {
-      store(b);
-      continue;
-    }
-    auto storeIf = scf::IfOp::create(b, sliceValid[i], /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(storeIf.thenBlock());
-    store(b);
-  }
-  gpu::BarrierOp::create(b);
-
-  // The head's thread t finishes slices t, t + headThreads, ...: the sum of
-  // its warps' accumulators, / L.
   Value outRow = arith::MulIOp::create(b, row, cIdx(b, d));
   auto outVecType = VectorType::get({vec}, plan.elemType);
   int64_t outBytes = vec * plan.elemType.getIntOrFloatBitWidth() / 8;
-  auto storeIf = scf::IfOp::create(b, headValid, /*withElseRegion=*/false);
-  b.setInsertionPointToStart(storeIf.thenBlock());
-  Value firstRow = arith::MulIOp::create(b, firstWarp, cIdx(b, d));
-  scf::ForOp::create(
-      b, headTid, cIdx(b, vecs), headThreads, ValueRange{},
-      [&](OpBuilder &nested, Location nloc, Value v, ValueRange) {
-        ImplicitLocOpBuilder nb(nloc, nested);
-        Value ofs = arith::MulIOp::create(nb, v, cIdx(nb, vec));
-        Value zero = vector::BroadcastOp::create(nb, accVecType, cF32(nb, 0.0f));
-        auto sumLoop = scf::ForOp::create(
-            nb, cIdx(nb, 0), warps, cIdx(nb, 1), ValueRange{zero},
-            [&](OpBuilder &inner, Location iloc, Value w, ValueRange iter) {
-              ImplicitLocOpBuilder ib(iloc, inner);
-              Value at = arith::AddIOp::create(
-                  ib, arith::AddIOp::create(ib, firstRow, ofs),
-                  arith::MulIOp::create(ib, w, cIdx(ib, d)));
-              Value part = vector::LoadOp::create(ib, accVecType, shared,
-                                                  ValueRange{at},
-                                                  /*nontemporal=*/false,
-                                                  sharedAlign);
-              scf::YieldOp::create(
-                  ib, ValueRange{arith::AddFOp::create(ib, iter[0], part)});
-            });
-        Value sum = sumLoop.getResult(0);
-        SmallVector<Value> outs;
-        for (int64_t e = 0; e < vec; ++e)
-          outs.push_back(fromF32(
-              nb,
-              arith::MulFOp::create(
-                  nb, vector::ExtractOp::create(nb, sum, int64_t(e)), invL),
-              plan.elemType));
-        vector::StoreOp::create(
-            nb, vector::FromElementsOp::create(nb, outVecType, outs), output,
-            ValueRange{arith::AddIOp::create(nb, outRow, ofs)},
-            /*nontemporal=*/false,
-            llvm::MaybeAlign(std::min<int64_t>(outBytes, 16)));
-        scf::YieldOp::create(nb);
-      });
-  b.setInsertionPointAfter(storeIf);
+  auto storeOut = [&](ImplicitLocOpBuilder &sb, Value sum, Value ofs) {
+    SmallVector<Value> outs;
+    for (int64_t e = 0; e < vec; ++e)
+      outs.push_back(fromF32(
+          sb,
+          arith::MulFOp::create(
+              sb, vector::ExtractOp::create(sb, sum, int64_t(e)), invL),
+          plan.elemType));
+    vector::StoreOp::create(
+        sb, vector::FromElementsOp::create(sb, outVecType, outs), output,
+        ValueRange{arith::AddIOp::create(sb, outRow, ofs)},
+        /*nontemporal=*/false,
+        llvm::MaybeAlign(std::min<int64_t>(outBytes, 16)));
+  };
+  // Runs `body` for each of the lane's slices that is not padding.
+  auto forSlices = [&](llvm::function_ref<void(int64_t, Value)> body) {
+    for (int64_t i = 0; i < vecsPerLane; ++i) {
+      SmallVector<Value> slice(accLoop.getResults().slice(i * vec, vec));
+      Value packed = vector::FromElementsOp::create(b, accVecType, slice);
+      if (!padded) {
+        body(i, packed);
+        continue;
+      }
+      auto sliceIf =
+          scf::IfOp::create(b, sliceValid[i], /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(sliceIf.thenBlock());
+      body(i, packed);
+    }
+  };
+  auto outIf = scf::IfOp::create(b, multi, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(outIf.elseBlock());
+    auto validIf = scf::IfOp::create(b, headValid, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(validIf.thenBlock());
+    forSlices([&](int64_t i, Value packed) { storeOut(b, packed, sliceOfs[i]); });
+
+    b.setInsertionPointToStart(outIf.thenBlock());
+    Value warpRow = arith::MulIOp::create(b, warp, cIdx(b, d));
+    forSlices([&](int64_t i, Value packed) {
+      vector::StoreOp::create(
+          b, packed, shared,
+          ValueRange{arith::AddIOp::create(b, warpRow, sliceOfs[i])},
+          /*nontemporal=*/false, sharedAlign);
+    });
+    gpu::BarrierOp::create(b);
+    auto storeIf = scf::IfOp::create(b, headValid, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(storeIf.thenBlock());
+    Value firstRow = arith::MulIOp::create(b, firstWarp, cIdx(b, d));
+    scf::ForOp::create(
+        b, headTid, cIdx(b, vecs), headThreads, ValueRange{},
+        [&](OpBuilder &nested, Location nloc, Value v, ValueRange) {
+          ImplicitLocOpBuilder nb(nloc, nested);
+          Value ofs = arith::MulIOp::create(nb, v, cIdx(nb, vec));
+          Value zero =
+              vector::BroadcastOp::create(nb, accVecType, cF32(nb, 0.0f));
+          auto sumLoop = scf::ForOp::create(
+              nb, cIdx(nb, 0), warps, cIdx(nb, 1), ValueRange{zero},
+              [&](OpBuilder &inner, Location iloc, Value w, ValueRange iter) {
+                ImplicitLocOpBuilder ib(iloc, inner);
+                Value at = arith::AddIOp::create(
+                    ib, arith::AddIOp::create(ib, firstRow, ofs),
+                    arith::MulIOp::create(ib, w, cIdx(ib, d)));
+                Value part = vector::LoadOp::create(ib, accVecType, shared,
+                                                    ValueRange{at},
+                                                    /*nontemporal=*/false,
+                                                    sharedAlign);
+                scf::YieldOp::create(
+                    ib, ValueRange{arith::AddFOp::create(ib, iter[0], part)});
+              });
+          storeOut(nb, sumLoop.getResult(0), ofs);
+          scf::YieldOp::create(nb);
+        });
+  }
 
   gpu::ReturnOp::create(b);
   return func;

@@ -75,7 +75,8 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // statistics, merge by xor shuffles, then across the head's warps in
 // workgroup memory. Each warp sums its partitions' outputs (every warps-th,
 // 8 per step, each a 16-byte f32x4 load); the warps' sums meet in workgroup
-// memory and only a slot with a real head stores. Both walks start at the
+// memory (a head of one warp skips both workgroup merges) and only a slot
+// with a real head stores. Both walks start at the
 // sliding window's first partition (%[[RW]]).
 // CHECK: gpu.func @pa_f16_d128_b16_h4_reduce(%{{.*}}: memref<1099511627776xf16>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xi32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[RW:.*]]: i32, %[[NP:.*]]: i32) workgroup(%[[RS:.*]] : memref<520xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // CHECK: %[[TID:.*]] = gpu.thread_id x
@@ -100,14 +101,19 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK: %[[LB:.*]] = arith.addi %[[FIRST]], %[[HTID]] : index
 // CHECK: scf.for %{{.*}} = %[[LB]] to %{{.*}} step %[[HT]] iter_args({{.*}}) -> (f32, f32)
 // CHECK-COUNT-10: gpu.shuffle xor
+// CHECK: %[[MULTI:.*]] = arith.cmpi ugt, %[[WARPS]], %c1
+// CHECK: scf.if %[[MULTI]] -> (f32, f32)
 // CHECK: memref.store %{{.*}}, %[[RS]]
 // CHECK: gpu.barrier
 // CHECK: scf.for {{.*}} -> (f32, f32)
 // CHECK: memref.load %[[RS]]
+// CHECK: } else {
 // CHECK: %[[WSTEP:.*]] = arith.muli %[[WARPS]], %c8
 // CHECK: %[[WLB:.*]] = arith.addi %[[FIRST]], %[[RANK]] : index
 // CHECK: scf.for %{{.*}} = %[[WLB]] to %{{.*}} step %[[WSTEP]] iter_args({{.*}}) -> (f32, f32, f32, f32)
 // CHECK-COUNT-8: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xf32>, vector<4xf32>
+// Several warps per head: their sums meet in workgroup memory.
+// CHECK: scf.if %[[MULTI]] {
 // CHECK: vector.store %{{.*}}, %[[RS]][%{{.*}}] {alignment = 16 : i64} : memref<520xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK: gpu.barrier
 // CHECK: scf.if %[[VALID]]
@@ -115,6 +121,12 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK: scf.for %{{.*}} to %[[WARPS]]
 // CHECK: vector.load %[[RS]]
 // CHECK: vector.store %{{.*}} {alignment = 8 : i64} : memref<1099511627776xf16>, vector<4xf16>
+// One warp per head: its lanes store their registers, no barrier.
+// CHECK: } else {
+// CHECK-NEXT: scf.if %[[VALID]]
+// CHECK-NOT: gpu.barrier
+// CHECK: vector.store %{{.*}} {alignment = 8 : i64} : memref<1099511627776xf16>, vector<4xf16>
+// CHECK: gpu.return
 
 // -----
 
