@@ -17,6 +17,8 @@
 //        acc_w[d] = sum_p tmp[p][d] * exp_sums[p] * exp(max_logits[p] - M)
 //   3. the warps' accumulators meet in workgroup memory and the head's
 //      threads store out[d] = sum_w acc_w[d] / L, one 16-byte slice each.
+//   A head of one warp skips both workgroup merges (a branch uniform over
+//   the program) and stores its lanes' registers.
 //
 // With a sliding window both walks start at the window's first partition:
 // the ones before it hold sentinels and no tmp_output, so they are not read.
