@@ -131,6 +131,15 @@ Value mlir::paged_attn::shuffleXor(ImplicitLocOpBuilder &b, Value v,
       .getShuffleResult();
 }
 
+Value mlir::paged_attn::shuffleIdx(ImplicitLocOpBuilder &b, Value v,
+                                   Value srcLane) {
+  Value src = arith::IndexCastOp::create(b, b.getI32Type(), srcLane);
+  return gpu::ShuffleOp::create(b, v, src,
+                                arith::ConstantIntOp::create(b, 32, 32),
+                                gpu::ShuffleMode::IDX)
+      .getShuffleResult();
+}
+
 // The three math operations below avoid the math dialect on purpose:
 // convert-gpu-to-nvvm maps math.exp2, math.fma and arith.maxnumf to
 // libdevice calls (__nv_exp2f, __nv_fmaf, __nv_fmaxf), which leave the PTX

@@ -40,6 +40,8 @@ Value fromF32(ImplicitLocOpBuilder &b, Value f32, Type type);
 
 /// `gpu.shuffle xor` over the full warp.
 Value shuffleXor(ImplicitLocOpBuilder &b, Value v, int64_t offset);
+/// `gpu.shuffle idx` over the full warp: `v` of lane `srcLane` (an index).
+Value shuffleIdx(ImplicitLocOpBuilder &b, Value v, Value srcLane);
 
 /// exp2, as the ex2.approx.f32 instruction (-inf gives +0).
 Value exp2(ImplicitLocOpBuilder &b, Value v);
