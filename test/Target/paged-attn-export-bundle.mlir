@@ -20,8 +20,8 @@
 // MANIFEST-NEXT: heads_per_program 2
 // MANIFEST-NEXT: warps 4
 // MANIFEST-NEXT: token_step 8
-// MANIFEST-NEXT: kernel partition pa_bf16_d256_b32_h2_partition threads 128 smem 8256
-// MANIFEST-NEXT: kernel onepass pa_bf16_d256_b32_h2_onepass threads 128 smem 8256
+// MANIFEST-NEXT: kernel partition pa_bf16_d256_b32_h2_partition threads 128 smem 8576
+// MANIFEST-NEXT: kernel onepass pa_bf16_d256_b32_h2_onepass threads 128 smem 8576
 // MANIFEST-NEXT: kernel reduce pa_bf16_d256_b32_h2_reduce threads 128 smem 4128
 // MANIFEST-NEXT: params partition query key_cache value_cache block_tables seq_lens output exp_sums max_logits tmp_output scale max_blocks_per_seq max_num_partitions partition_tokens num_kv_heads group_size sliding_window
 // MANIFEST-NEXT: params onepass query key_cache value_cache block_tables seq_lens output exp_sums max_logits tmp_output scale max_blocks_per_seq max_num_partitions partition_tokens num_kv_heads group_size sliding_window

@@ -102,15 +102,25 @@ struct KernelPlan {
   /// Then the tile's query, staged once: per head, ceil(chunks / 4) * 4
   /// key chunks' worth of 4-word query chunks (two per fp8 key chunk),
   /// padded by 16 words against bank conflicts.
+  /// The SIMT kernel's scratch is one score row per lane group:
+  /// simtScoreRowFloats() words, see there.
   int64_t scratchFloats() const {
     if (!usesMma())
-      return 0;
+      return warps * groups * simtScoreRowFloats();
     int64_t queryRow = 16 * ((chunks + 3) / 4) * (keyPack / 8) + 16;
     return warps * 2 * headsPerProgram * kMmaScoreStride +
            headsPerProgram * queryRow;
   }
+  /// A SIMT lane group's step weights p[head][token] and the heads' rescale
+  /// factors alpha[head], rounded up to 16 bytes for vector loads.
+  int64_t simtScoreRowFloats() const {
+    return (headsPerProgram * (groupTokens + 1) + 3) / 4 * 4;
+  }
+  /// First f32 word of the scratch: after the epilogue layout, 16-byte
+  /// aligned for vector loads.
+  int64_t scratchBase() const { return (epilogueFloats() + 3) / 4 * 4; }
   /// All the workgroup memory of the partition kernel, in f32 words.
-  int64_t sharedFloats() const { return epilogueFloats() + scratchFloats(); }
+  int64_t sharedFloats() const { return scratchBase() + scratchFloats(); }
   /// A stable name, e.g. "pa_f16_d128_b16_h4" (tmp_output f32), with
   /// "_ext" for ALiBi and soft cap and "_mma" for the tensor-core kernel.
   std::string name() const;

@@ -75,7 +75,7 @@ protected:
   Value mIndex(ImplicitLocOpBuilder &b, Value warpIdx, Value g);
   Value lIndex(ImplicitLocOpBuilder &b, Value warpIdx, Value g);
   /// Index of the first f32 word after the epilogue layout (kernel scratch).
-  int64_t scratchBase() const { return plan.epilogueFloats(); }
+  int64_t scratchBase() const { return plan.scratchBase(); }
 
   /// After a barrier: every thread finishes (head, dim) pairs, merging the
   /// warps with the log-sum-exp rule, and stores tmp_output, exp_sums and

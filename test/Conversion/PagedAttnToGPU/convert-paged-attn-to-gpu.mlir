@@ -36,12 +36,15 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 }
 
 // The variant module: the key, three kernels, bare-pointer flat parameters.
-// CHECK: gpu.module @pa_f16_d128_b16_h4 attributes {paged_attn.variant = {block_size = 16 : i64, cache_dtype = f16, dtype = f16, ext_logits = false, head_size = 128 : i64, heads_per_program = 4 : i64, reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 8320 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+// CHECK: gpu.module @pa_f16_d128_b16_h4 attributes {paged_attn.variant = {block_size = 16 : i64, cache_dtype = f16, dtype = f16, ext_logits = false, head_size = 128 : i64, heads_per_program = 4 : i64, reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 9472 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
 
 // Partition kernel: one program per (partition, kv head x tile, sequence);
 // sentinels for empty partitions; the token loop over warp steps carrying
-// the online-softmax state of 4 heads (m, l and 8 head dims each: 40 values).
-// CHECK: gpu.func @pa_f16_d128_b16_h4_partition(%{{.*}}: memref<1099511627776xf16>, {{.*}}, %{{.*}}: f32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) workgroup(%[[SMEM:.*]] : memref<2080xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 1 : i32}
+// the online-softmax state: m and l of the one head whose scores a lane owns
+// and 8 head dims of accumulators for each of the 4 heads (34 values).
+// Workgroup memory: the epilogue (2080 words), then a score row of 36 words
+// per lane group (8 groups).
+// CHECK: gpu.func @pa_f16_d128_b16_h4_partition(%{{.*}}: memref<1099511627776xf16>, {{.*}}, %{{.*}}: f32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) workgroup(%[[SMEM:.*]] : memref<2368xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 1 : i32}
 // CHECK-DAG: gpu.block_id x
 // CHECK-DAG: gpu.block_id y
 // CHECK-DAG: gpu.block_id z
@@ -50,13 +53,40 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK: } else {
 // The query: one 16-byte load per head and lane chunk.
 // CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>
-// CHECK: %{{.*}}:40 = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(
+// CHECK: %{{.*}}:34 = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(
 // The block table, then 8 key chunks and 8 value chunks, 16 bytes each.
 // CHECK: memref.load %{{.*}} : memref<1099511627776xi32>
 // CHECK-COUNT-16: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>
-// Dot products finished across the 16 lanes of a token: 4 xor shuffles each.
-// CHECK: gpu.shuffle xor %{{.*}}, %{{.*}}, %{{.*}} : f32
-// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// The 32 partial dot products (4 heads x 8 tokens) reduce-scattered over the
+// 16 lanes of a token: 16 + 8 + 4 + 2 shuffles leave 2 scores per lane, then
+// 2 more give their head's step max.
+// CHECK-COUNT-16: gpu.shuffle  xor %{{.*}}, %c8_i32{{.*}}, %{{.*}} : f32
+// CHECK-NOT: gpu.shuffle
+// CHECK-COUNT-8: gpu.shuffle  xor %{{.*}}, %c4_i32{{.*}}, %{{.*}} : f32
+// CHECK-NOT: gpu.shuffle
+// CHECK-COUNT-4: gpu.shuffle  xor %{{.*}}, %c2_i32{{.*}}, %{{.*}} : f32
+// CHECK-NOT: gpu.shuffle
+// CHECK-COUNT-2: gpu.shuffle  xor %{{.*}}, %c1_i32{{.*}}, %{{.*}} : f32
+// CHECK-NEXT: arith.addf
+// CHECK-NOT: gpu.shuffle
+// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32{{.*}}, %{{.*}} : f32
+// CHECK-NOT: gpu.shuffle
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32{{.*}}, %{{.*}} : f32
+// CHECK-NOT: gpu.shuffle
+// The lane's 2 weights and its head's rescale factor: 3 exp2.
+// CHECK-COUNT-3: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// CHECK-NOT: llvm.call_intrinsic
+// The group's score row: written once per weight, read whole (alpha of the
+// 4 heads, then 4 rows of 8 weights).
+// CHECK: nvvm.bar.warp.sync
+// CHECK: scf.if
+// CHECK-COUNT-2: memref.store %{{.*}}, %[[SMEM]]
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %[[SMEM]]
+// CHECK: nvvm.bar.warp.sync
+// CHECK: vector.load %[[SMEM]][%{{.*}}] {alignment = 16 : i64} : memref<2368xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-COUNT-4: vector.load %[[SMEM]][%{{.*}}] {alignment = 16 : i64} : memref<2368xf32, #gpu.address_space<workgroup>>, vector<8xf32>
+// CHECK-NOT: gpu.shuffle
 // CHECK: scf.yield
 // The masked tail step, then the lane-group and cross-warp merges.
 // CHECK: arith.constant 0xFF800000 : f32

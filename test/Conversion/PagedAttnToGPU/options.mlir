@@ -9,7 +9,7 @@
 // four programs of 2 heads per KV head, 256 threads each.
 // (The printer names index constants after their value: %c16, %c256.)
 // CHECK: gpu.launch_func @pa_f16_d64_b16_h2_w8::@pa_f16_d64_b16_h2_w8_partition blocks in (%{{.*}}, %c16, %{{.*}}) threads in (%c256, %{{.*}}, %{{.*}})
-// CHECK: gpu.func @pa_f16_d64_b16_h2_w8_partition({{.*}}) workgroup(%{{.*}} : memref<1056xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>, nvvm.minctasm = 1 : i32}
+// CHECK: gpu.func @pa_f16_d64_b16_h2_w8_partition({{.*}}) workgroup(%{{.*}} : memref<1696xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>, nvvm.minctasm = 1 : i32}
 
 // BAD: error: 'paged_attn.decode_v2' op heads-per-program (3) must be a power of two up to 16
 // MMA70: error: 'paged_attn.decode_v2' op kernel=mma needs sm_80 or newer (got sm_70) and f16 or bf16 caches of the query's type, or fp8 caches with f16 queries on sm_89+ (got 'f16')
