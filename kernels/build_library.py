@@ -10,6 +10,7 @@ so the runtime needs no MLIR. Runs the variants in parallel (-j).
 
 Usage: build_library.py --pa-opt PATH --out DIR [--chips sm_70,sm_80,sm_90]
                         [--set library|covering|full] [-j N] [--only SUBSTR]
+                        [--pass-options "simt-piece-bytes=8 ..."]
 """
 import argparse
 import concurrent.futures as cf
@@ -52,12 +53,12 @@ def variant_mlir(v):
 """
 
 
-def build_one(pa_opt, out, v, chip):
+def build_one(pa_opt, out, v, chip, extra=""):
     with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
         f.write(variant_mlir(v))
         src = f.name
     try:
-        opts = f"chip={chip} heads-per-program={v['heads_per_program']} export-dir={out}"
+        opts = f"chip={chip} heads-per-program={v['heads_per_program']} export-dir={out} {extra}"
         r = subprocess.run([pa_opt, src, f"-paged-attn-to-ptx={opts}", "-o", os.devnull],
                            capture_output=True, text=True)
         return v, chip, r.returncode, r.stderr
@@ -72,6 +73,8 @@ def main():
     ap.add_argument("--chips", default="sm_70,sm_80,sm_90")
     ap.add_argument("--set", default="library", choices=["library", "covering", "full"])
     ap.add_argument("--only", default="")
+    ap.add_argument("--pass-options", default="",
+                    help="more paged-attn-to-ptx options, for experiments")
     ap.add_argument("-j", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -80,7 +83,7 @@ def main():
     start = time.time()
     failed = 0
     with cf.ThreadPoolExecutor(a.j) as pool:
-        for v, chip, rc, err in pool.map(lambda vc: build_one(a.pa_opt, a.out, *vc), todo):
+        for v, chip, rc, err in pool.map(lambda vc: build_one(a.pa_opt, a.out, *vc, a.pass_options), todo):
             if rc:
                 failed += 1
                 print(f"FAILED {variants.name(v, chip)} {chip}:\n{err}", file=sys.stderr)

@@ -59,6 +59,7 @@ void mlir::paged_attn::buildPagedAttnToPTXPipeline(
   convert.warps = options.warps;
   convert.chip = options.chip;
   convert.kernel = options.kernel;
+  convert.simtPieceBytes = options.simtPieceBytes;
   pm.addPass(createConvertPagedAttnToGPU(convert));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

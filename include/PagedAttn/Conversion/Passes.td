@@ -60,6 +60,10 @@ def ConvertPagedAttnToGPU : Pass<"convert-paged-attn-to-gpu", "ModuleOp"> {
     Option<"kernel", "kernel", "std::string", /*default=*/"\"auto\"",
            "Partition kernel: auto (the rule), simt (fp32 FMAs) or mma "
            "(tensor cores)">,
+    Option<"simtPieceBytes", "simt-piece-bytes", "int64_t", /*default=*/"0",
+           "Bytes of a token's key a SIMT lane loads at once (8 or 16; 8 "
+           "puts twice the lanes on a token); 0 picks the rule (16). The "
+           "variant keeps its name: build a library with one setting">,
   ];
   let dependentDialects = [
     "arith::ArithDialect", "gpu::GPUDialect", "LLVM::LLVMDialect",

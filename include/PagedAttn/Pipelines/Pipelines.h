@@ -44,6 +44,11 @@ struct PagedAttnToPTXOptions
       llvm::cl::desc("Partition kernel: auto (tensor cores from sm_80 for "
                      "f16/bf16), simt or mma"),
       llvm::cl::init("auto")};
+  PassOptions::Option<int64_t> simtPieceBytes{
+      *this, "simt-piece-bytes",
+      llvm::cl::desc("Key bytes a SIMT lane loads at once (8 or 16); 0: "
+                     "the rule"),
+      llvm::cl::init(0)};
   PassOptions::Option<std::string> exportDir{
       *this, "export-dir",
       llvm::cl::desc("If set, write each variant's PTX + manifest here"),

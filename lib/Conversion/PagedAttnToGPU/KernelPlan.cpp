@@ -158,9 +158,16 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
   if (!llvm::isPowerOf2_64(p.headsPerProgram) || p.headsPerProgram > 16)
     return op.emitOpError("heads-per-program (")
            << p.headsPerProgram << ") must be a power of two up to 16";
-  // A lane holds pieces of a token's key of at most 8 elements (16 bytes,
-  // or 8 for fp8, whose 16-element chunks would need twice the registers).
-  p.pieceElems = std::min<int64_t>(p.keyPack, 8);
+  // A lane holds pieces of a token's key of at most 8 elements: 16 bytes
+  // (8 for fp8, whose 16-element chunks would need twice the registers), or
+  // 8 bytes with simt-piece-bytes=8, which puts twice the lanes on a token
+  // and needs fewer registers (f16 d128 tile 4 on sm_70: 222 -> 159) but
+  // was no faster through the JIT (docs/performance.md, 2026-12-05).
+  int64_t pieceBytes = options.simtPieceBytes ? options.simtPieceBytes : 16;
+  if (pieceBytes != 8 && pieceBytes != 16)
+    return op.emitOpError("simt-piece-bytes (")
+           << pieceBytes << ") must be 8 or 16";
+  p.pieceElems = std::min<int64_t>(pieceBytes / p.cacheBytes, 8);
   p.pieces = p.headSize / p.pieceElems;
   int64_t padded = llvm::PowerOf2Ceil(p.pieces);
   p.lanesPerToken = std::min<int64_t>(padded, 32);
@@ -169,7 +176,7 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
   // A lane group owns the tokens of one value-row load per step: keyPack
   // (16 bytes) for 16- and 32-bit caches, 8 (8 bytes) for fp8, whose 16
   // tokens' scores would not fit the registers.
-  p.groupTokens = p.pieceElems;
+  p.groupTokens = std::min<int64_t>(p.keyPack, 8);
   if (p.blockSize % p.groupTokens != 0)
     return op.emitOpError("block_size ")
            << p.blockSize << " is smaller than one 16-byte value chunk ("

@@ -33,7 +33,8 @@ enum class KernelKind {
 
 /// SIMT lane mapping (one warp, 32 lanes). A token's key is `chunks` 16-byte
 /// chunks of `keyPack` elements, read as `pieces` pieces of `pieceElems`
-/// (a whole chunk, or half of an fp8 one); `lanesPerToken` lanes (a lane
+/// (a whole chunk, or half of an fp8 one or of any chunk with
+/// simt-piece-bytes=8); `lanesPerToken` lanes (a lane
 /// group) share a token, each holding `piecesPerLane` of its pieces, so a
 /// warp has `groups = 32 / lanesPerToken` lane groups. A group owns
 /// `groupTokens` consecutive tokens per step — exactly one load of a value
@@ -68,10 +69,10 @@ struct KernelPlan {
   int64_t chunks;        // head_size / x
   int64_t lanesPerToken; // power of two <= 32
   int64_t groups;        // 32 / lanesPerToken
-  int64_t pieceElems;    // elements of a key piece: min(x, 8)
+  int64_t pieceElems;    // elements of a key piece: min(x, 8), or 8 bytes
   int64_t pieces;        // head_size / pieceElems
   int64_t piecesPerLane; // key pieces a lane holds per token
-  int64_t groupTokens;   // tokens a lane group owns per step (= pieceElems)
+  int64_t groupTokens;   // tokens a lane group owns per step: min(x, 8)
   int64_t tokenStep;     // tokens a warp consumes per step
   int64_t dimsPerLane;   // value rows (head dims) a lane accumulates
 

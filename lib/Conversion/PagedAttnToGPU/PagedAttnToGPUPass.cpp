@@ -43,6 +43,7 @@ struct ConvertPagedAttnToGPUPass
     options.warps = warps;
     options.chip = chip;
     options.kernel = kernel;
+    options.simtPieceBytes = simtPieceBytes;
 
     bool ok = true;
     bool any = false;

@@ -32,6 +32,8 @@ struct PagedAttnToGPUOptions {
   std::string chip = "sm_70";
   /// "auto" (the rule), "simt" or "mma".
   std::string kernel = "auto";
+  /// Bytes of a key piece of the SIMT kernel (8 or 16); 0: the rule.
+  int64_t simtPieceBytes = 0;
 };
 
 /// Adds the pattern that lowers decode_v2 (memref form) to gpu.launch_func
