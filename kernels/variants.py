@@ -7,8 +7,10 @@ covers the group (larger groups run several tiles per KV head).
 Which partition kernel a variant gets follows the planning rule of
 convert-paged-attn-to-gpu (KernelPlan.cpp): from sm_80, f16 and bf16 use the
 tensor-core kernel (tiles of 8 or 16 query heads, n8 blocks of the mma);
-sm_70 and f32 caches use the SIMT kernel (tiles 1, 2, 4, and 8 for f32 up to
-head size 128); fp8 caches use the tensor cores from sm_89 with f16 queries,
+on sm_70, f16 at head sizes 96 and 128 uses the wmma kernel for its
+8-head tile and the SIMT kernel for tiles 1 and 2; the other sm_70 keys
+and f32 caches use the SIMT kernel (tiles 1, 2, 4, and 8 for f32 up to head
+size 128); fp8 caches use the tensor cores from sm_89 with f16 queries,
 else the SIMT kernel (tiles 1 and 4).
 
 * library:  what the build packages for the runtime: every dtype x head size
@@ -47,15 +49,26 @@ def uses_mma(dtype, chip, cache=None):
     return (cache or dtype) == dtype and dtype != "f32" and sm(chip) >= 80
 
 
+def uses_wmma(dtype, chip, head_size, tile, cache=None):
+    """The wmma kernel (KernelPlan.cpp): f16 query and cache before sm_80,
+    head sizes 96 and 128, the 8-head tile."""
+    return (dtype == "f16" and (cache or dtype) == "f16" and sm(chip) < 80 and
+            head_size in (96, 128) and tile == 8)
+
+
 def tiles(dtype, head_size, chip, cache=None):
     """GQA tiles compiled for a chip. Tensor cores: 8 heads (one n8 block),
-    16 up to head size 128. SIMT: the register budget allows 8 heads per
-    program for f32 up to head size 128, 4 otherwise; fp8 caches get 1 and
-    4 (a group of 2 runs the 4-head tile with two heads masked)."""
+    16 up to head size 128. wmma (sm_7x, f16, head sizes 96 and 128): 8
+    heads for groups of 3 or more, SIMT tiles 1 and 2 below. SIMT: the
+    register budget allows 8 heads per program for f32 up to head size 128,
+    4 otherwise; fp8 caches get 1 and 4 (a group of 2 runs the 4-head tile
+    with two heads masked)."""
     if uses_mma(dtype, chip, cache):
         return [8, 16] if head_size <= 128 else [8]
     if (cache or dtype) in FP8_CACHES:
         return [1, 4]
+    if uses_wmma(dtype, chip, head_size, 8, cache):
+        return [1, 2, 8]
     return [1, 2, 4, 8] if dtype == "f32" and head_size <= 128 else [1, 2, 4]
 
 
@@ -69,6 +82,8 @@ def name(v, chip):
         n += f"_tmp{tmp}"
     if v.get("ext"):
         n += "_ext"
+    if uses_wmma(v["dtype"], chip, v["head_size"], v["heads_per_program"], v.get("cache")):
+        return n + "_wmma"
     return n + "_mma" if uses_mma(v["dtype"], chip, v.get("cache")) else n
 
 

@@ -29,7 +29,8 @@ using namespace mlir::paged_attn;
 
 std::string mlir::paged_attn::minimumPtxFeature(llvm::StringRef chip) {
   return llvm::StringSwitch<std::string>(chip)
-      .Case("sm_70", "+ptx60")
+      // PTX 6.1 for sm_70: the wmma kernel's m8n32k16 shape is from 6.1.
+      .Case("sm_70", "+ptx61")
       .Case("sm_72", "+ptx61")
       .Case("sm_75", "+ptx63")
       .Case("sm_80", "+ptx70")

@@ -1,7 +1,9 @@
 // The whole pipeline on a tensor-form decode step: PTX for sm_70 (the
-// default; CUDA cores) and for sm_80 and sm_90 (tensor cores), with all
-// three kernels, 16-byte loads and warp shuffles.
-// RUN: pa-opt %s -paged-attn-to-ptx | FileCheck %s --check-prefixes=CHECK,SIMT,SM70
+// default; tensor cores through wmma, or CUDA cores) and for sm_80 and
+// sm_90 (tensor cores through mma.sync), with all three kernels, 16-byte
+// loads and warp shuffles.
+// RUN: pa-opt %s -paged-attn-to-ptx | FileCheck %s --check-prefixes=CHECK,WMMA,SM70
+// RUN: pa-opt %s -paged-attn-to-ptx="kernel=simt" | FileCheck %s --check-prefixes=CHECK,SIMT,SM70
 // RUN: pa-opt %s -paged-attn-to-ptx="chip=sm_90" | FileCheck %s --check-prefixes=CHECK,MMA,SM90
 // RUN: pa-opt %s -paged-attn-to-ptx="chip=sm_80 features=+ptx75 opt-level=1" | FileCheck %s --check-prefixes=CHECK,MMA,SM80
 // RUN: pa-opt %s -paged-attn-to-ptx="chip=sm_90 kernel=simt" | FileCheck %s --check-prefixes=CHECK,SIMT,SM90S
@@ -11,13 +13,14 @@
 // CHECK-SAME: memref<?x32x128xf16>
 // CHECK: memref.alloc
 // SIMT: gpu.launch_func @[[V:pa_f16_d128_b16_h4]]::@pa_f16_d128_b16_h4_onepass
+// WMMA: gpu.launch_func @[[V:pa_f16_d128_b16_h8_wmma]]::@pa_f16_d128_b16_h8_wmma_onepass
 // MMA: gpu.launch_func @[[V:pa_f16_d128_b16_h8_mma]]::@pa_f16_d128_b16_h8_mma_onepass
 // CHECK: gpu.launch_func @[[V]]::@[[V]]_partition
 // CHECK: gpu.launch_func @[[V]]::@[[V]]_reduce
 
 // The binary: PTX of the lowest ISA version the chip needs, unless given.
-// SM70: gpu.binary @[[V]] [#gpu.object<#nvvm.target<O = 3, chip = "sm_70", features = "+ptx60">
-// SM70-SAME: .version 6.0\0A.target sm_70
+// SM70: gpu.binary @[[V]] [#gpu.object<#nvvm.target<O = 3, chip = "sm_70", features = "+ptx61">
+// SM70-SAME: .version 6.1\0A.target sm_70
 // SM90: gpu.binary @[[V]] [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx78">
 // SM90-SAME: .version 7.8\0A.target sm_90
 // SM90S: gpu.binary @[[V]] [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx78">
@@ -34,6 +37,16 @@
 // MMA-SAME: shfl.sync.bfly.b32
 // MMA-SAME: bar.warp.sync
 // MMA-SAME: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// wmma: keys and values staged in shared memory, the score product, the
+// step max across lanes, then the rescale and P.V.
+// WMMA-SAME: ld.global.v4.b32
+// WMMA-SAME: st.shared.v4.b32
+// WMMA-SAME: wmma.load.b.sync.col.m16n16k16.shared.f16
+// WMMA-SAME: wmma.mma.sync.row.col.m16n16k16.f32.f32
+// WMMA-SAME: wmma.store.d.sync.row.m16n16k16.shared.f32
+// WMMA-SAME: shfl.sync.bfly.b32
+// WMMA-SAME: wmma.load.c.sync.row.m8n32k16.shared.f32
+// WMMA-SAME: wmma.mma.sync.row.col.m8n32k16.f32.f32
 // CHECK-SAME: ex2.approx
 // CHECK-SAME: bar.sync
 // CHECK-SAME: .visible .entry [[V]]_onepass(

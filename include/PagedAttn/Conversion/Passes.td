@@ -56,10 +56,11 @@ def ConvertPagedAttnToGPU : Pass<"convert-paged-attn-to-gpu", "ModuleOp"> {
            "Warps per partition program">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_70\"",
            "Chip the kernels are planned for: from sm_80, f16 and bf16 "
-           "variants use tensor cores (mma.sync.m16n8k16)">,
+           "variants use tensor cores (mma.sync.m16n8k16); on sm_7x, f16 "
+           "GQA variants use them through wmma">,
     Option<"kernel", "kernel", "std::string", /*default=*/"\"auto\"",
-           "Partition kernel: auto (the rule), simt (fp32 FMAs) or mma "
-           "(tensor cores)">,
+           "Partition kernel: auto (the rule), simt (fp32 FMAs), mma "
+           "(tensor cores, sm_80+) or wmma (tensor cores, sm_70+, f16)">,
     Option<"simtPieceBytes", "simt-piece-bytes", "int64_t", /*default=*/"0",
            "Bytes of a token's key a SIMT lane loads at once (8 or 16; 8 "
            "puts twice the lanes on a token); 0 picks the rule (16). The "

@@ -42,7 +42,7 @@ struct PagedAttnToPTXOptions
   PassOptions::Option<std::string> kernel{
       *this, "kernel",
       llvm::cl::desc("Partition kernel: auto (tensor cores from sm_80 for "
-                     "f16/bf16), simt or mma"),
+                     "f16/bf16; wmma for f16 GQA on sm_7x), simt, mma or wmma"),
       llvm::cl::init("auto")};
   PassOptions::Option<int64_t> simtPieceBytes{
       *this, "simt-piece-bytes",

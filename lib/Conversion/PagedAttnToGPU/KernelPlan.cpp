@@ -41,6 +41,8 @@ std::string KernelPlan::name() const {
     n += "_ext";
   if (usesMma())
     n += "_mma";
+  if (usesWmma())
+    n += "_wmma";
   return n;
 }
 
@@ -84,6 +86,11 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
   int64_t group = op.getNumHeads() / op.getNumKvHeads();
   p.extLogits = op.getAlibiSlopes() || op.getLogitsSoftCap();
 
+  if (options.simtPieceBytes != 0 && options.simtPieceBytes != 8 &&
+      options.simtPieceBytes != 16)
+    return op.emitOpError("simt-piece-bytes (")
+           << options.simtPieceBytes << ") must be 8 or 16";
+
   // Tensor cores where the chip has mma.sync.m16n8k16 and the cache is a
   // 16-bit float of the query's type.
   int64_t sm = chipVersion(options.chip);
@@ -96,7 +103,22 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
                    (p.cacheType.isF16() || p.cacheType.isBF16())) ||
                   (p.fp8Hardware && p.elemType.isF16());
   bool mmaChip = sm >= 80;
-  if (options.kernel == "mma") {
+  // wmma: f16 only (sm_7x has no bf16 tensor cores), one 8-head tile, head
+  // sizes whose value rows fill m8n32k16 blocks and whose staging fits the
+  // 48 KB of static workgroup memory.
+  bool wmmaOk = sm >= 70 && p.elemType.isF16() && p.cacheType.isF16() &&
+                p.headSize % 32 == 0 && p.headSize <= 128 &&
+                (options.headsPerProgram == 0 || options.headsPerProgram == 8);
+  if (options.kernel == "wmma") {
+    if (!wmmaOk)
+      return op.emitOpError("kernel=wmma needs sm_70 or newer, an f16 query "
+                            "and cache, head_size a multiple of 32 up to 128 "
+                            "and heads-per-program 8 (got ")
+             << options.chip << ", " << p.elemType << "/" << p.cacheType
+             << ", head_size " << p.headSize << ", heads-per-program "
+             << options.headsPerProgram << ")";
+    p.kind = KernelKind::Wmma;
+  } else if (options.kernel == "mma") {
     if (!mmaChip || !mmaTypes)
       return op.emitOpError("kernel=mma needs sm_80 or newer (got ")
              << options.chip << ") and f16 or bf16 caches of the query's "
@@ -104,9 +126,13 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
              << p.cacheType << ")";
     p.kind = KernelKind::Mma;
   } else if (options.kernel == "auto") {
-    p.kind = mmaChip && mmaTypes ? KernelKind::Mma : KernelKind::Simt;
+    if (mmaChip && mmaTypes)
+      p.kind = KernelKind::Mma;
+    else if (sm < 80 && wmmaOk && p.headSize >= kWmmaMinHeadSize &&
+             (options.headsPerProgram == 8 || group >= kWmmaMinGroup))
+      p.kind = KernelKind::Wmma;
   } else if (options.kernel != "simt") {
-    return op.emitOpError("kernel must be auto, simt or mma (got '")
+    return op.emitOpError("kernel must be auto, simt, mma or wmma (got '")
            << options.kernel << "')";
   }
 
@@ -151,6 +177,19 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
     return p;
   }
 
+  if (p.usesWmma()) {
+    p.headsPerProgram = 8;
+    // A step moves 8 KB of K and V per warp: 16 tokens, 32 up to head size
+    // 64 (which the rule leaves to the SIMT kernel, docs/performance.md).
+    p.tokenStep = p.headSize <= 64 ? 32 : 16;
+    p.programsPerSM = kWmmaProgramsPerSM;
+    if (op.getPartitionSize() % p.tokenStep != 0)
+      return op.emitOpError("partition_size ")
+             << op.getPartitionSize() << " must be a multiple of the kernel's "
+             << "token step (" << p.tokenStep << ")";
+    return p;
+  }
+
   p.headsPerProgram = options.headsPerProgram > 0
                           ? options.headsPerProgram
                           : defaultHeadsPerProgram(group, p.headSize,
@@ -164,9 +203,6 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
   // and needs fewer registers (f16 d128 tile 4 on sm_70: 222 -> 159) but
   // was no faster through the JIT (docs/performance.md, 2026-12-05).
   int64_t pieceBytes = options.simtPieceBytes ? options.simtPieceBytes : 16;
-  if (pieceBytes != 8 && pieceBytes != 16)
-    return op.emitOpError("simt-piece-bytes (")
-           << pieceBytes << ") must be 8 or 16";
   p.pieceElems = std::min<int64_t>(pieceBytes / p.cacheBytes, 8);
   p.pieces = p.headSize / p.pieceElems;
   int64_t padded = llvm::PowerOf2Ceil(p.pieces);

@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Types.h"
 #include "mlir/Support/LLVM.h"
+#include <algorithm>
 #include <string>
 
 namespace mlir::paged_attn {
@@ -29,6 +30,12 @@ enum class KernelKind {
   /// newer, f16 and bf16 caches; fp8 caches with f16 queries on sm_89 and
   /// newer, widened to f16 by cvt): MmaPartitionKernel.cpp.
   Mma,
+  /// Tensor cores through the portable wmma instructions (m16n16k16 scores,
+  /// m8n32k16 weighted values, fp32 accumulation), f16 caches on sm_70 to
+  /// sm_7x: Volta's only register-level mma (m8n8k4) is emulated on newer
+  /// chips, wmma is not. K and V pass through workgroup memory, whose
+  /// fragment layout the instructions own: WmmaPartitionKernel.cpp.
+  Wmma,
 };
 
 /// SIMT lane mapping (one warp, 32 lanes). A token's key is `chunks` 16-byte
@@ -92,6 +99,7 @@ struct KernelPlan {
     return isa<Float8E4M3FNType>(cacheType) && !fp8Hardware ? 256.0f : 1.0f;
   }
   bool usesMma() const { return kind == KernelKind::Mma; }
+  bool usesWmma() const { return kind == KernelKind::Wmma; }
   /// f32 words of workgroup memory for the cross-warp merge (the epilogue
   /// layout: acc[warp][head][dim], m[warp][head], l[warp][head]).
   int64_t epilogueFloats() const {
@@ -106,6 +114,8 @@ struct KernelPlan {
   /// The SIMT kernel's scratch is one score row per lane group:
   /// simtScoreRowFloats() words, see there.
   int64_t scratchFloats() const {
+    if (usesWmma())
+      return 0; // its own layout: wmma* below
     if (!usesMma())
       return warps * groups * simtScoreRowFloats();
     int64_t queryRow = 16 * ((chunks + 3) / 4) * (keyPack / 8) + 16;
@@ -121,11 +131,62 @@ struct KernelPlan {
   /// aligned for vector loads.
   int64_t scratchBase() const { return (epilogueFloats() + 3) / 4 * 4; }
   /// All the workgroup memory of the partition kernel, in f32 words.
-  int64_t sharedFloats() const { return scratchBase() + scratchFloats(); }
+  int64_t sharedFloats() const {
+    return usesWmma() ? wmmaBytes() / 4 : scratchBase() + scratchFloats();
+  }
+
+  // The wmma kernel's workgroup memory, one byte buffer (32-byte aligned, as
+  // wmma wants its rows) seen as f32 and as f16. The epilogue layout
+  // (after the token loop) overlays the warps' step areas (during it);
+  // the staged query follows both. Offsets in bytes:
+  //   [0, wmmaWarpBytes * warps)  warp w's step area at w * wmmaWarpBytes
+  //   (T = tokenStep):
+  //       K      T x wmmaKeyStride f16  (the step's keys, [token][dim]),
+  //       V      head_size x T f16      (its values, [dim][token]),
+  //       S      16 x T f32             (its scores, [head][token]; rows
+  //                                      8..15, of zero query rows, unread),
+  //         then 8 x 32 f32 at S        (each head's rescale factor along
+  //                                      its row, once S is read) and
+  //              8 x T f16 at S + 1 KB  (the weights P, [head][token]; in
+  //                                      S's unread rows when T = 32);
+  //   [wmmaQueryOffset, +16 x wmmaKeyStride f16)  the query, [head][dim],
+  //       rows past the tile zero.
+  /// Row stride (f16 elements) of the staged keys and query: head_size + 16
+  /// (32-byte rows, as wmma needs, and off the 128-byte bank period).
+  int64_t wmmaKeyStride() const { return headSize + 16; }
+  int64_t wmmaValueOffset() const { return 2 * tokenStep * wmmaKeyStride(); }
+  int64_t wmmaSOffset() const {
+    return wmmaValueOffset() + 2 * headSize * tokenStep;
+  }
+  int64_t wmmaPOffset() const { return wmmaSOffset() + 4 * 8 * 32; }
+  int64_t wmmaWarpBytes() const {
+    return std::max(wmmaSOffset() + 4 * 16 * tokenStep,
+                    wmmaPOffset() + 2 * 8 * tokenStep);
+  }
+  int64_t wmmaQueryOffset() const {
+    return std::max(wmmaWarpBytes() * warps, 4 * epilogueFloats());
+  }
+  int64_t wmmaBytes() const {
+    return wmmaQueryOffset() + 2 * 16 * wmmaKeyStride();
+  }
   /// A stable name, e.g. "pa_f16_d128_b16_h4" (tmp_output f32), with
-  /// "_ext" for ALiBi and soft cap and "_mma" for the tensor-core kernel.
+  /// "_ext" for ALiBi and soft cap, "_mma" and "_wmma" for the tensor-core
+  /// kernels.
   std::string name() const;
 };
+
+/// The wmma kernel (sm_7x, f16): the smallest GQA group `kernel=auto` gives
+/// it when the pass chooses the tile itself (heads-per-program 0); smaller
+/// groups keep the SIMT kernel. heads-per-program 8 asks for it directly.
+inline constexpr int64_t kWmmaMinGroup = 3;
+/// ... and the smallest head size: at 64 (4 KB of K and V per warp step)
+/// the SIMT kernel measured faster on the H200 (docs/performance.md);
+/// kernel=wmma still builds it there.
+inline constexpr int64_t kWmmaMinHeadSize = 96;
+/// Programs per SM the wmma kernel is planned for (nvvm.minctasm): what
+/// ptxas fits without spilling on sm_70 at every head size (at 3 programs,
+/// head size 128 spills).
+inline constexpr int64_t kWmmaProgramsPerSM = 2;
 
 /// Plans the variant for `op` (memref form); on failure reports why on the op.
 FailureOr<KernelPlan> planKernel(DecodeV2Op op,

@@ -40,13 +40,23 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
   if (plan.fp8Cache()) // k_scale, v_scale, k_scale_ptr, v_scale_ptr,
                        // scales_on_device
     args.append({f32, f32, f32Flat, f32Flat, i32});
-  auto sharedType = MemRefType::get(
-      {plan.sharedFloats()}, f32, MemRefLayoutAttrInterface{},
-      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto sharedType = MemRefType::get({plan.sharedFloats()}, f32,
+                                    MemRefLayoutAttrInterface{}, workgroup);
+  // The wmma kernel's buffer is bytes, viewed as f32 and f16.
+  auto attributionType =
+      plan.usesWmma()
+          ? MemRefType::get({4 * plan.sharedFloats()}, IntegerType::get(ctx, 8),
+                            MemRefLayoutAttrInterface{}, workgroup)
+          : sharedType;
   std::string name = plan.name() + (onePass ? "_onepass" : "_partition");
   auto func = gpu::GPUFuncOp::create(moduleBuilder, loc, name,
                                      moduleBuilder.getFunctionType(args, {}),
-                                     TypeRange{sharedType});
+                                     TypeRange{attributionType});
+  if (plan.usesWmma()) // wmma rows must be 32-byte aligned
+    func.setWorkgroupAttributionAttr(0, "llvm.align",
+                                     moduleBuilder.getI64IntegerAttr(32));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                 moduleBuilder.getUnitAttr());
   func.setKnownBlockSizeAttr(moduleBuilder.getDenseI32ArrayAttr(
@@ -73,6 +83,11 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
 
   ImplicitLocOpBuilder b(loc, ctx);
   b.setInsertionPointToStart(&entry);
+  if (plan.usesWmma()) {
+    sharedBuffer = shared;
+    shared = memref::ViewOp::create(b, sharedType, sharedBuffer, cIdx(b, 0),
+                                    ValueRange{});
+  }
   if (plan.fp8Cache()) {
     // The dequantization scales: scalar arguments, or read on the device
     // (scales_on_device bit 0: k_scale_ptr[0], bit 1: v_scale_ptr[0]) so a
@@ -326,7 +341,8 @@ Value PartitionProgram::tokenValid(ImplicitLocOpBuilder &b, Value tok) {
 
 SmallVector<Value> PartitionProgram::emitStepLoop(ImplicitLocOpBuilder &b,
                                                   SmallVector<Value> state,
-                                                  StepFn step) {
+                                                  StepFn step,
+                                                  PrologueFn prologue) {
   Value stepLen = cIdx(b, plan.tokenStep), zero = cIdx(b, 0);
   Value tokens = arith::SubIOp::create(b, partEnd, stepBase);
   Value full = arith::DivUIOp::create(b, tokens, stepLen);
@@ -349,6 +365,9 @@ SmallVector<Value> PartitionProgram::emitStepLoop(ImplicitLocOpBuilder &b,
   Value first = arith::SelectOp::create(
       b, arith::AndIOp::create(b, hasHead, eq(warp, zero)),
       arith::AddIOp::create(b, warp, warps), warp);
+  size_t carried = state.size();
+  if (prologue)
+    state.append(prologue(b, first, full));
   auto loop = scf::ForOp::create(
       b, first, full, warps, state,
       [&](OpBuilder &nested, Location loc, Value iv, ValueRange iterArgs) {
@@ -356,7 +375,7 @@ SmallVector<Value> PartitionProgram::emitStepLoop(ImplicitLocOpBuilder &b,
         scf::YieldOp::create(
             nb, step(nb, iv, /*masked=*/false, llvm::to_vector(iterArgs)));
       });
-  state = SmallVector<Value>(loop.getResults());
+  state = SmallVector<Value>(loop.getResults().take_front(carried));
 
   // The head (step 0, warp 0's) and the tail (step `full`, on the warp whose
   // turn it is): one masked body, over k in [head ? 0 : 1, tail ? 2 : 1).
@@ -433,5 +452,7 @@ gpu::GPUFuncOp mlir::paged_attn::buildPartitionKernel(OpBuilder &moduleBuilder,
                                                       bool onePass) {
   if (plan.usesMma())
     return buildMmaPartitionKernel(moduleBuilder, loc, plan, onePass);
+  if (plan.usesWmma())
+    return buildWmmaPartitionKernel(moduleBuilder, loc, plan, onePass);
   return buildSimtPartitionKernel(moduleBuilder, loc, plan, onePass);
 }

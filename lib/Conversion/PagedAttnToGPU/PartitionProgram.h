@@ -38,12 +38,20 @@ protected:
   /// masked (tokenValid) or not; returns the new per-lane state.
   using StepFn = llvm::function_ref<SmallVector<Value>(
       ImplicitLocOpBuilder &, Value step, bool masked, SmallVector<Value>)>;
+  /// Values a warp prepares before its whole steps, given its first whole
+  /// step and the number of whole steps (e.g. the loads of its first step,
+  /// for a loop that loads one step ahead).
+  using PrologueFn = llvm::function_ref<SmallVector<Value>(
+      ImplicitLocOpBuilder &, Value first, Value full)>;
   /// The partition's steps from stepBase to partEnd: warps take the whole
   /// steps round robin, unmasked; the partial first step (the sliding window
   /// starts inside it) and the partial last step run masked, each on one
-  /// warp, through one masked body. Returns the final state.
+  /// warp, through one masked body. With a prologue, its values follow the
+  /// state through the unmasked steps (which must return them, updated) and
+  /// are dropped before the masked ones. Returns the final state.
   SmallVector<Value> emitStepLoop(ImplicitLocOpBuilder &b,
-                                  SmallVector<Value> state, StepFn step);
+                                  SmallVector<Value> state, StepFn step,
+                                  PrologueFn prologue = nullptr);
   /// First token of warp step `step`.
   Value stepToken(ImplicitLocOpBuilder &b, Value step);
   /// Whether token `tok` is attended in a masked step: rangeStart <= tok <
@@ -89,6 +97,9 @@ protected:
   Value query, keyCache, valueCache, blockTables, seqLens, output, expSums,
       maxLogits, tmpOutput, scale, maxBlocks, maxParts, partTokens, numKvHeads,
       groupSize, alibiSlopes, hasAlibi, slidingWindow, logitsSoftCap, shared;
+  // The wmma kernel's workgroup memory is one byte buffer (32-byte aligned)
+  // that `shared` views as f32 and the kernel as f16; null otherwise.
+  Value sharedBuffer;
   // Values computed once in the prologue. The partition attends to
   // [rangeStart, partEnd): its tokens, from the sliding window's start on;
   // its steps start at stepBase (rangeStart rounded down to a step).
@@ -108,6 +119,10 @@ private:
 /// The tensor-core partition kernel (MmaPartitionKernel.cpp).
 gpu::GPUFuncOp buildMmaPartitionKernel(OpBuilder &moduleBuilder, Location loc,
                                        const KernelPlan &plan, bool onePass);
+/// The wmma partition kernel (WmmaPartitionKernel.cpp).
+gpu::GPUFuncOp buildWmmaPartitionKernel(OpBuilder &moduleBuilder,
+                                        Location loc, const KernelPlan &plan,
+                                        bool onePass);
 /// The SIMT partition kernel (PartitionKernel.cpp).
 gpu::GPUFuncOp buildSimtPartitionKernel(OpBuilder &moduleBuilder,
                                         Location loc, const KernelPlan &plan,

@@ -1,4 +1,4 @@
-// RUN: pa-opt %s -split-input-file -convert-paged-attn-to-gpu | FileCheck %s
+// RUN: pa-opt %s -split-input-file -convert-paged-attn-to-gpu="kernel=simt" | FileCheck %s
 
 // GQA 32/8 (group 4), f16, head size 128, block size 16, with max_seq_len:
 // adaptive grid with a one-pass branch.

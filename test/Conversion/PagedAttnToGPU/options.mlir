@@ -3,7 +3,8 @@
 // RUN: not pa-opt %s -convert-paged-attn-to-gpu="kernel=mma" 2>&1 | FileCheck %s --check-prefix=MMA70
 // RUN: not pa-opt %s -convert-paged-attn-to-gpu="chip=sm_90 heads-per-program=4" 2>&1 | FileCheck %s --check-prefix=MMATILE
 // RUN: not pa-opt %s -convert-paged-attn-to-gpu="chip=sm90" 2>&1 | FileCheck %s --check-prefix=CHIP
-// RUN: not pa-opt %s -convert-paged-attn-to-gpu="kernel=wmma" 2>&1 | FileCheck %s --check-prefix=KIND
+// RUN: not pa-opt %s -convert-paged-attn-to-gpu="kernel=tensor" 2>&1 | FileCheck %s --check-prefix=KIND
+// RUN: not pa-opt %s -convert-paged-attn-to-gpu="kernel=wmma heads-per-program=4" 2>&1 | FileCheck %s --check-prefix=WMMATILE
 // RUN: pa-opt %s -convert-paged-attn-to-gpu="heads-per-program=4 simt-piece-bytes=8" | FileCheck %s --check-prefix=PIECE8
 // RUN: not pa-opt %s -convert-paged-attn-to-gpu="simt-piece-bytes=4" 2>&1 | FileCheck %s --check-prefix=PIECE4
 
@@ -27,7 +28,8 @@
 // MMA70: error: 'paged_attn.decode_v2' op kernel=mma needs sm_80 or newer (got sm_70) and f16 or bf16 caches of the query's type, or fp8 caches with f16 queries on sm_89+ (got 'f16')
 // MMATILE: error: 'paged_attn.decode_v2' op heads-per-program (4) of the tensor-core kernel must be 8 or 16 (n8 blocks)
 // CHIP: error: 'paged_attn.decode_v2' op unknown chip 'sm90'
-// KIND: error: 'paged_attn.decode_v2' op kernel must be auto, simt or mma (got 'wmma')
+// KIND: error: 'paged_attn.decode_v2' op kernel must be auto, simt, mma or wmma (got 'tensor')
+// WMMATILE: error: 'paged_attn.decode_v2' op kernel=wmma needs sm_70 or newer, an f16 query and cache, head_size a multiple of 32 up to 128 and heads-per-program 8 (got sm_70, 'f16'/'f16', head_size 64, heads-per-program 4)
 func.func @grouped(%q: memref<?x32x64xf16>, %kc: memref<?x4x8x16x8xf16>,
     %vc: memref<?x4x64x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
     %out: memref<?x32x64xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>,

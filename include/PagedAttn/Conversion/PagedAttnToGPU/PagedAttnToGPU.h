@@ -30,7 +30,7 @@ struct PagedAttnToGPUOptions {
   /// The chip the kernels are for: it decides which partition kernel the
   /// rule picks (tensor cores from sm_80).
   std::string chip = "sm_70";
-  /// "auto" (the rule), "simt" or "mma".
+  /// "auto" (the rule), "simt", "mma" or "wmma".
   std::string kernel = "auto";
   /// Bytes of a key piece of the SIMT kernel (8 or 16); 0: the rule.
   int64_t simtPieceBytes = 0;

@@ -1,0 +1,563 @@
+//===- WmmaPartitionKernel.cpp - the wmma partition kernel (sm_7x, f16) ---===//
+//
+// Builds `<variant>_wmma_partition` and `_onepass` for f16 caches on sm_70
+// and newer: the scores and the weighted values of a warp step are wmma
+// products with fp32 accumulation (upstream's gpu.subgroup_mma_* ops, which
+// convert-gpu-to-nvvm lowers to wmma.load / wmma.mma / wmma.store).
+//
+// Why wmma and not mma.sync: Volta's only register-level f16 mma is
+// m8n8k4, which newer chips emulate (sm_70 PTX ran at 1.3-1.4 TB/s on an
+// H200 through the driver's JIT with it). wmma is portable: the driver maps
+// its m16n16k16 and m8n32k16 shapes onto each chip's own tensor-core
+// instructions. The price is that a fragment's layout in the lanes is the
+// hardware's secret, so every operand comes from memory in a layout wmma
+// understands and every result goes back through memory; K and V are
+// staged through each warp's workgroup memory.
+//
+// A warp step is T = 16 tokens (32 for head sizes up to 64, so that a step
+// moves as many bytes), a tile is 8 query heads (rows 8..15 of the score
+// product are zero):
+//
+//   stage K[T tokens][D] and V[D][T tokens] (16-byte loads from the caches;
+//     values outside the range zeroed in edge steps)
+//   S[16 heads x T] = Q[16 x D] . K^T           T/16 x D/16 x m16n16k16
+//   store S; each lane takes head lane/4, tokens T/4 (lane%4) .. + T/4 - 1:
+//     online softmax (fp32, log2 domain), weights P[8 x T] as f16,
+//     the rescale factor alpha of each head along its row of an 8 x 32
+//     matrix
+//   O[8 x 32j..] = O . alpha (elementwise, with an accumulator loaded from
+//                  the alpha matrix: the same lane layout as O by
+//                  construction)
+//                  + P . V[.., 32j..]            D/32 x T/16 x m8n32k16
+//
+// Whole steps load one step ahead: a warp stages the loads it issued in its
+// previous step, issues the next step's, then computes, so it keeps a
+// step's bytes in flight while it computes.
+//
+// Sketch of one step (f16, d128, b16):
+//
+//   %k = vector.load %key_cache[...] {alignment = 16} : vector<8xf16>   x 8
+//   %v = vector.load %value_cache[...] {alignment = 16} : vector<8xf16> x 8
+//   vector.store %k, %stage[...]; nvvm.bar.warp.sync
+//   %s = gpu.subgroup_mma_compute %q, %kt, %s {b_transpose}             x 8
+//   gpu.subgroup_mma_store_matrix %s, %shared[...]; nvvm.bar.warp.sync
+//   ... softmax of 4 scores per lane, 2 xor shuffles ...
+//   %o = gpu.subgroup_mma_elementwise mulf %o, %alpha                   x 4
+//   %o = gpu.subgroup_mma_compute %p, %vt, %o {b_transpose}             x 4
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelIdioms.h"
+#include "PartitionProgram.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cfloat>
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::paged_attn;
+
+namespace {
+
+/// Rows of the tile (query heads of a program) and tokens of a step.
+constexpr int64_t kTile = 8;
+
+/// The loop state: the running max m and sum l of the lane's head (lane / 4;
+/// l over the lane's own tokens), then the O accumulators, one m8n32k16
+/// fragment per 32 head dims.
+struct WmmaState {
+  SmallVector<Value> values;
+
+  Value &m() { return values[0]; }
+  Value &l() { return values[1]; }
+  Value &acc(int64_t j) { return values[2 + j]; }
+};
+
+class WmmaPartitionBuilder : public PartitionProgram {
+public:
+  using PartitionProgram::PartitionProgram;
+
+private:
+  void emitPartition(ImplicitLocOpBuilder &b) override;
+  /// Stages the tile's query as Q[16][keyStride] f16 (rows past the tile
+  /// and slots past the group zero); one barrier.
+  void stageQuery(ImplicitLocOpBuilder &b);
+  /// The 16-byte loads of the step at token tok0: the lane's key pieces,
+  /// then its value pieces. `clamp` keeps a second block (block size 8)
+  /// inside the sequence.
+  SmallVector<Value> loadStep(ImplicitLocOpBuilder &b, Value tok0, bool clamp);
+  /// Stores a step's loads into the warp's K and V staging rows (values of
+  /// tokens outside the range zeroed when `masked`).
+  void stageStep(ImplicitLocOpBuilder &b, Value tok0, bool masked,
+                 ArrayRef<Value> loads);
+  /// The staged step's scores, online softmax and weighted values.
+  WmmaState computeStep(ImplicitLocOpBuilder &b, Value tok0, bool masked,
+                        WmmaState state);
+  void storeWarpState(ImplicitLocOpBuilder &b, WmmaState state);
+
+  gpu::MMAMatrixType fragType(int64_t rows, int64_t cols, Type elem,
+                              StringRef operand) {
+    return gpu::MMAMatrixType::get({rows, cols}, elem, operand);
+  }
+  Value loadFrag(ImplicitLocOpBuilder &b, gpu::MMAMatrixType type,
+                 Value memref, Value index, int64_t ld, bool colMajor) {
+    return gpu::SubgroupMmaLoadMatrixOp::create(
+        b, type, memref, ValueRange{index}, b.getIndexAttr(ld),
+        colMajor ? b.getUnitAttr() : UnitAttr());
+  }
+  void syncWarp(ImplicitLocOpBuilder &b) {
+    NVVM::SyncWarpOp::create(b, arith::ConstantIntOp::create(b, -1, 32));
+  }
+  /// f16 element index of byte offset `bytes` of this warp's step area.
+  Value warpHalf(ImplicitLocOpBuilder &b, int64_t bytes) {
+    return arith::AddIOp::create(b, warpHalves, cIdx(b, bytes / 2));
+  }
+  /// f32 element index of byte offset `bytes` of this warp's step area.
+  Value warpFloat(ImplicitLocOpBuilder &b, int64_t bytes) {
+    return arith::AddIOp::create(b, warpFloats, cIdx(b, bytes / 4));
+  }
+
+  int64_t keyStride() const { return plan.wmmaKeyStride(); }
+  int64_t valueBlocks() const { return plan.headSize / 32; }
+
+  /// The byte buffer as f16 (staging, query, weights).
+  Value stage;
+  /// This warp's step area, as f16 and f32 element indices.
+  Value warpHalves, warpFloats;
+  /// The lane's head (row of the tile) and quarter (its quarter of the
+  /// step's tokens); its key token in a group of 16 (`pair`) and key chunk
+  /// parity (`half`).
+  Value row, quarter, pair, half;
+  /// First of the 8 value tokens the lane loads in 16-token group g.
+  Value valueToken(ImplicitLocOpBuilder &b, int64_t g) {
+    return arith::AddIOp::create(b, arith::MulIOp::create(b, half, cIdx(b, 8)),
+                                 cIdx(b, 16 * g));
+  }
+  /// ALiBi slope x log2(e) of the lane's head (_ext variants).
+  Value slope;
+};
+
+} // namespace
+
+void WmmaPartitionBuilder::stageQuery(ImplicitLocOpBuilder &b) {
+  const int64_t pack = 8, chunks = plan.headSize / pack, rows = 16;
+  Value zero = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(VectorType::get({pack}, plan.elemType),
+                                b.getZeroAttr(plan.elemType)));
+  Value qBase = cIdx(b, plan.wmmaQueryOffset() / 2);
+  for (int64_t base = 0; base < rows * chunks; base += plan.threads()) {
+    Value i = arith::AddIOp::create(b, tid, cIdx(b, base));
+    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
+                                          cIdx(b, rows * chunks));
+    auto ifOp = scf::IfOp::create(b, inRange, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value slot = arith::DivUIOp::create(b, i, cIdx(b, chunks));
+    Value chunk = arith::RemUIOp::create(b, i, cIdx(b, chunks));
+    auto [head, valid] = headOfSlot(b, slot);
+    Value use = arith::AndIOp::create(
+        b, valid,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, slot,
+                              cIdx(b, kTile)));
+    Value safeHead = arith::SelectOp::create(
+        b, use, head, arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
+    Value ofs = arith::AddIOp::create(
+        b,
+        arith::MulIOp::create(
+            b,
+            arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
+                                  safeHead),
+            cIdx(b, plan.headSize)),
+        arith::MulIOp::create(b, chunk, cIdx(b, pack)));
+    Value v = arith::SelectOp::create(b, use, loadVector(b, query, ofs, pack),
+                                      zero);
+    Value dst = arith::AddIOp::create(
+        b, qBase,
+        arith::AddIOp::create(
+            b, arith::MulIOp::create(b, slot, cIdx(b, keyStride())),
+            arith::MulIOp::create(b, chunk, cIdx(b, pack))));
+    vector::StoreOp::create(b, v, stage, ValueRange{dst},
+                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+  }
+  gpu::BarrierOp::create(b);
+}
+
+void WmmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
+  auto bufferType = cast<MemRefType>(sharedBuffer.getType());
+  stage = memref::ViewOp::create(
+      b,
+      MemRefType::get({plan.wmmaBytes() / 2}, b.getF16Type(),
+                      MemRefLayoutAttrInterface{},
+                      bufferType.getMemorySpace()),
+      sharedBuffer, cIdx(b, 0), ValueRange{});
+  warpHalves =
+      arith::MulIOp::create(b, warp, cIdx(b, plan.wmmaWarpBytes() / 2));
+  warpFloats =
+      arith::MulIOp::create(b, warp, cIdx(b, plan.wmmaWarpBytes() / 4));
+  row = arith::DivUIOp::create(b, lane, cIdx(b, 4));
+  quarter = arith::RemUIOp::create(b, lane, cIdx(b, 4));
+  pair = arith::DivUIOp::create(b, lane, cIdx(b, 2));
+  half = arith::RemUIOp::create(b, lane, cIdx(b, 2));
+  if (plan.extLogits) {
+    auto [head, valid] = headOfSlot(b, row);
+    Value safe = arith::SelectOp::create(
+        b, valid, head, arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
+    slope = alibiSlopeLog2(b, safe);
+  }
+
+  WmmaState state;
+  state.values.push_back(cF32(b, -FLT_MAX));
+  state.values.push_back(cF32(b, 0.0f));
+  auto accType = fragType(kTile, 32, b.getF32Type(), "COp");
+  Value zeroAcc = gpu::SubgroupMmaConstantMatrixOp::create(b, accType,
+                                                           cF32(b, 0.0f));
+  for (int64_t j = 0; j < valueBlocks(); ++j)
+    state.values.push_back(zeroAcc);
+
+  // Whole steps load one step ahead: a step stages the loads it was handed
+  // and issues the next step's before its arithmetic, so a warp keeps its
+  // next 16 tokens in flight while it computes. Edge steps load their own.
+  Value full;
+  auto loadsOf = [&](ImplicitLocOpBuilder &nb, Value step) {
+    // Only whole steps [0, full) are loaded ahead; past them, zeros.
+    Value inRange =
+        arith::CmpIOp::create(nb, arith::CmpIPredicate::ult, step, full);
+    SmallVector<Type> types;
+    int64_t n = (plan.chunks / 2 + plan.headSize / 16) * plan.tokenStep / 16;
+    auto vecType = VectorType::get({8}, plan.cacheType);
+    types.assign(n, vecType);
+    auto ifOp = scf::IfOp::create(nb, types, inRange, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(nb);
+    nb.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(nb, loadStep(nb, stepToken(nb, step), /*clamp=*/true));
+    nb.setInsertionPointToStart(ifOp.elseBlock());
+    Value zero = arith::ConstantOp::create(
+        nb, DenseElementsAttr::get(vecType, nb.getZeroAttr(plan.cacheType)));
+    scf::YieldOp::create(nb, SmallVector<Value>(n, zero));
+    return SmallVector<Value>(ifOp.getResults());
+  };
+  size_t carried = state.values.size();
+  state.values = emitStepLoop(
+      b, state.values,
+      [&](ImplicitLocOpBuilder &nb, Value step, bool masked,
+          SmallVector<Value> values) {
+        Value tok0 = stepToken(nb, step);
+        WmmaState in{SmallVector<Value>(values.begin(),
+                                        values.begin() + carried)};
+        if (masked) {
+          stageStep(nb, tok0, masked, loadStep(nb, tok0, /*clamp=*/true));
+          return computeStep(nb, tok0, masked, in).values;
+        }
+        stageStep(nb, tok0, masked, ArrayRef<Value>(values).drop_front(carried));
+        SmallVector<Value> next = loadsOf(
+            nb, arith::AddIOp::create(nb, step, cIdx(nb, plan.warps)));
+        SmallVector<Value> out = computeStep(nb, tok0, masked, in).values;
+        out.append(next);
+        return out;
+      },
+      [&](ImplicitLocOpBuilder &nb, Value first, Value fullSteps) {
+        // The first step's loads are in flight while the query is staged.
+        full = fullSteps;
+        SmallVector<Value> loads = loadsOf(nb, first);
+        stageQuery(nb);
+        return loads;
+      });
+
+  storeWarpState(b, state);
+  emitEpilogue(b);
+}
+
+SmallVector<Value> WmmaPartitionBuilder::loadStep(ImplicitLocOpBuilder &b,
+                                                 Value tok0, bool clamp) {
+  const int64_t bs = plan.blockSize, x = plan.keyPack, d = plan.headSize;
+  const int64_t steps = plan.tokenStep, groups = steps / 16;
+  Value tok0Ofs = arith::RemUIOp::create(b, tok0, cIdx(b, bs));
+  Value logical0 = arith::DivUIOp::create(b, tok0, cIdx(b, bs));
+  Value lastBlock = arith::DivUIOp::create(
+      b, arith::SubIOp::create(b, seqLen, cIdx(b, 1)), cIdx(b, bs));
+  // The step's blocks: one, or T / block_size of them.
+  SmallVector<Value> bases;
+  for (int64_t k = 0; k < std::max<int64_t>(1, steps / bs); ++k) {
+    Value logical = arith::AddIOp::create(b, logical0, cIdx(b, k));
+    if (clamp && k > 0) // stay inside the sequence's blocks
+      logical = arith::MinUIOp::create(b, logical, lastBlock);
+    Value entry = memref::LoadOp::create(
+        b, blockTables, ValueRange{arith::AddIOp::create(b, blockRow, logical)});
+    bases.push_back(arith::AddIOp::create(
+        b, arith::MulIOp::create(b, toIndex(b, entry), blockStride),
+        kvHeadOffset));
+  }
+  // Block base and slot of the step's token `u` (u + 8 stays in its block
+  // for the value loads, which start at multiples of 8).
+  auto place = [&](Value u) -> std::pair<Value, Value> {
+    if (bases.size() == 1)
+      return {bases[0], arith::AddIOp::create(b, tok0Ofs, u)};
+    Value k = arith::DivUIOp::create(b, u, cIdx(b, bs));
+    Value base = bases[0];
+    for (size_t i = 1; i < bases.size(); ++i)
+      base = arith::SelectOp::create(
+          b,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, k,
+                                cIdx(b, int64_t(i))),
+          bases[i], base);
+    return {base, arith::RemUIOp::create(b, u, cIdx(b, bs))};
+  };
+
+  // Keys: load (c, g) takes token 16 g + pair of chunk 2 c + half, so one
+  // instruction of the warp reads two chunks of 16 tokens (2 x 256
+  // contiguous bytes) and a quarter warp's stores hit distinct banks of the
+  // staging rows.
+  SmallVector<Value> loads;
+  for (int64_t c = 0; c < plan.chunks / 2; ++c)
+    for (int64_t g = 0; g < groups; ++g) {
+      auto [base, slot] =
+          place(arith::AddIOp::create(b, pair, cIdx(b, 16 * g)));
+      Value chunk = arith::AddIOp::create(b, half, cIdx(b, 2 * c));
+      // key_cache[phys, kvh, chunk, slot, :]
+      Value ofs = arith::AddIOp::create(
+          b, base,
+          arith::MulIOp::create(
+              b,
+              arith::AddIOp::create(
+                  b, arith::MulIOp::create(b, chunk, cIdx(b, bs)), slot),
+              cIdx(b, x)));
+      loads.push_back(loadVector(b, keyCache, ofs, x));
+    }
+  // Values: load (j, g) takes tokens valueToken(g) .. + 7 of dim 16 j + pair.
+  for (int64_t j = 0; j < d / 16; ++j)
+    for (int64_t g = 0; g < groups; ++g) {
+      auto [base, slot] = place(valueToken(b, g));
+      Value dim = arith::AddIOp::create(b, pair, cIdx(b, 16 * j));
+      // value_cache[phys, kvh, dim, slot : slot + 8]
+      Value ofs = arith::AddIOp::create(
+          b, base,
+          arith::AddIOp::create(b, arith::MulIOp::create(b, dim, cIdx(b, bs)),
+                                slot));
+      loads.push_back(loadVector(b, valueCache, ofs, 8));
+    }
+  return loads;
+}
+
+void WmmaPartitionBuilder::stageStep(ImplicitLocOpBuilder &b, Value tok0,
+                                     bool masked, ArrayRef<Value> loads) {
+  const int64_t d = plan.headSize, x = plan.keyPack;
+  const int64_t steps = plan.tokenStep, groups = steps / 16;
+  const int64_t keys = plan.chunks / 2 * groups;
+  Type f16 = b.getF16Type();
+  // The previous step's fragments were read before this warp got here; the
+  // sync orders it for the memory model.
+  syncWarp(b);
+  Value kRow = warpHalf(b, 0);
+  for (int64_t c = 0; c < plan.chunks / 2; ++c)
+    for (int64_t g = 0; g < groups; ++g) {
+      Value chunk = arith::AddIOp::create(b, half, cIdx(b, 2 * c));
+      Value tok = arith::AddIOp::create(b, pair, cIdx(b, 16 * g));
+      Value idx = arith::AddIOp::create(
+          b, kRow,
+          arith::AddIOp::create(
+              b, arith::MulIOp::create(b, tok, cIdx(b, keyStride())),
+              arith::MulIOp::create(b, chunk, cIdx(b, x))));
+      vector::StoreOp::create(b, loads[c * groups + g], stage, ValueRange{idx},
+                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+    }
+  // In edge steps the values of tokens outside the range are zeroed, so
+  // that garbage (or NaN) never meets a zero weight.
+  Value vZero = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(VectorType::get({8}, f16), b.getZeroAttr(f16)));
+  SmallVector<Value> masks;
+  for (int64_t g = 0; g < groups && masked; ++g) {
+    SmallVector<Value> bits;
+    for (int64_t i = 0; i < 8; ++i)
+      bits.push_back(tokenValid(
+          b, arith::AddIOp::create(
+                 b, tok0,
+                 arith::AddIOp::create(b, valueToken(b, g), cIdx(b, i)))));
+    masks.push_back(vector::FromElementsOp::create(
+        b, VectorType::get({8}, b.getI1Type()), bits));
+  }
+  Value vRow = warpHalf(b, plan.wmmaValueOffset());
+  for (int64_t j = 0; j < d / 16; ++j)
+    for (int64_t g = 0; g < groups; ++g) {
+      Value v = loads[keys + j * groups + g];
+      if (masked)
+        v = arith::SelectOp::create(b, masks[g], v, vZero);
+      Value dim = arith::AddIOp::create(b, pair, cIdx(b, 16 * j));
+      Value idx = arith::AddIOp::create(
+          b, vRow,
+          arith::AddIOp::create(
+              b, arith::MulIOp::create(b, dim, cIdx(b, steps)),
+              valueToken(b, g)));
+      vector::StoreOp::create(b, v, stage, ValueRange{idx},
+                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+    }
+  syncWarp(b);
+}
+
+WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
+                                            Value tok0, bool masked,
+                                            WmmaState state) {
+  const int64_t d = plan.headSize, steps = plan.tokenStep;
+  const int64_t groups = steps / 16, mine = steps / 4;
+  Type f16 = b.getF16Type(), f32 = b.getF32Type();
+
+  // Scores: S[:, 16 g ..] = Q . K[16 g ..]^T over the head dims, 16 at a
+  // time, into the warp's S rows.
+  auto aType = fragType(16, 16, f16, "AOp");
+  auto bType = fragType(16, 16, f16, "BOp");
+  auto sType = fragType(16, 16, f32, "COp");
+  Value qBase = cIdx(b, plan.wmmaQueryOffset() / 2);
+  Value kRow = warpHalf(b, 0);
+  Value sIdx = warpFloat(b, plan.wmmaSOffset());
+  for (int64_t g = 0; g < groups; ++g) {
+    Value s = gpu::SubgroupMmaConstantMatrixOp::create(b, sType, cF32(b, 0.0f));
+    for (int64_t j = 0; j < d / 16; ++j) {
+      Value q = loadFrag(b, aType, stage,
+                         arith::AddIOp::create(b, qBase, cIdx(b, 16 * j)),
+                         keyStride(), /*colMajor=*/false);
+      Value kt = loadFrag(
+          b, bType, stage,
+          arith::AddIOp::create(b, kRow,
+                                cIdx(b, 16 * g * keyStride() + 16 * j)),
+          keyStride(), /*colMajor=*/true);
+      s = gpu::SubgroupMmaComputeOp::create(b, q, kt, s, UnitAttr(),
+                                            b.getUnitAttr());
+    }
+    gpu::SubgroupMmaStoreMatrixOp::create(
+        b, s, shared,
+        ValueRange{arith::AddIOp::create(b, sIdx, cIdx(b, 16 * g))},
+        b.getIndexAttr(steps), UnitAttr());
+  }
+  syncWarp(b);
+
+  // Online softmax of the lane's head `row`, its tokens myTok .. + mine - 1.
+  Value myTok = arith::MulIOp::create(b, quarter, cIdx(b, mine));
+  Value rowScores = arith::AddIOp::create(
+      b, sIdx,
+      arith::AddIOp::create(b, arith::MulIOp::create(b, row, cIdx(b, steps)),
+                            myTok));
+  Value qScale = arith::MulFOp::create(b, scale, cF32(b, M_LOG2E));
+  SmallVector<Value> logits;
+  for (int64_t v = 0; v < mine / 4; ++v) {
+    Value sv = loadVector(
+        b, shared, arith::AddIOp::create(b, rowScores, cIdx(b, 4 * v)), 4);
+    for (int64_t i = 0; i < 4; ++i)
+      logits.push_back(arith::MulFOp::create(
+          b, vector::ExtractOp::create(b, sv, i), qScale));
+  }
+  logits = softCap(b, logits);
+  for (int64_t i = 0; i < mine; ++i) {
+    Value tok = arith::AddIOp::create(
+        b, tok0, arith::AddIOp::create(b, myTok, cIdx(b, i)));
+    if (plan.extLogits)
+      logits[i] = fma(b, slope, alibiPosition(b, tok), logits[i]);
+    if (masked)
+      logits[i] = arith::SelectOp::create(b, tokenValid(b, tok), logits[i],
+                                          cF32(b, -INFINITY));
+  }
+  Value mx = logits[0];
+  for (int64_t i = 1; i < mine; ++i)
+    mx = maxf(b, mx, logits[i]);
+  for (int64_t off = 1; off < 4; off *= 2)
+    mx = maxf(b, mx, shuffleXor(b, mx, off));
+  Value mNew = maxf(b, state.m(), mx);
+  Value alpha = exp2(b, arith::SubFOp::create(b, state.m(), mNew));
+  SmallVector<Value> p;
+  Value sum = cF32(b, 0.0f);
+  for (int64_t i = 0; i < mine; ++i) {
+    p.push_back(exp2(b, arith::SubFOp::create(b, logits[i], mNew)));
+    sum = arith::AddFOp::create(b, sum, p.back());
+  }
+  state.l() = fma(b, state.l(), alpha, sum);
+  state.m() = mNew;
+
+  // The weights P[head][token] (f16), and alpha along the head's row of the
+  // 8 x 32 matrix that overlays S (once every lane has read its scores).
+  Value pVec = arith::TruncFOp::create(
+      b, VectorType::get({mine}, f16),
+      vector::FromElementsOp::create(b, VectorType::get({mine}, f32), p));
+  Value pIdx = warpHalf(b, plan.wmmaPOffset());
+  vector::StoreOp::create(
+      b, pVec, stage,
+      ValueRange{arith::AddIOp::create(
+          b, pIdx,
+          arith::AddIOp::create(
+              b, arith::MulIOp::create(b, row, cIdx(b, steps)), myTok))},
+      /*nontemporal=*/false, llvm::MaybeAlign(2 * mine));
+  syncWarp(b);
+  Value alphaVec =
+      vector::BroadcastOp::create(b, VectorType::get({4}, f32), alpha);
+  for (int64_t i = 0; i < 2; ++i) {
+    Value idx = arith::AddIOp::create(
+        b, sIdx,
+        arith::AddIOp::create(
+            b, arith::MulIOp::create(b, row, cIdx(b, 32)),
+            arith::AddIOp::create(
+                b, arith::MulIOp::create(b, quarter, cIdx(b, 8)),
+                cIdx(b, 4 * i))));
+    vector::StoreOp::create(b, alphaVec, shared, ValueRange{idx},
+                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+  }
+  syncWarp(b);
+
+  // O = O . alpha + P . V, 32 head dims per fragment, 16 tokens per mma.
+  SmallVector<Value> pa;
+  for (int64_t g = 0; g < groups; ++g)
+    pa.push_back(loadFrag(b, fragType(kTile, 16, f16, "AOp"), stage,
+                          arith::AddIOp::create(b, pIdx, cIdx(b, 16 * g)),
+                          steps, /*colMajor=*/false));
+  auto accType = fragType(kTile, 32, f32, "COp");
+  Value alphaFrag = loadFrag(b, accType, shared, sIdx, 32, /*colMajor=*/false);
+  auto vType = fragType(16, 32, f16, "BOp");
+  Value vRow = warpHalf(b, plan.wmmaValueOffset());
+  for (int64_t j = 0; j < valueBlocks(); ++j) {
+    Value acc = gpu::SubgroupMmaElementwiseOp::create(
+        b, accType, ValueRange{state.acc(j), alphaFrag},
+        gpu::MMAElementwiseOp::MULF);
+    for (int64_t g = 0; g < groups; ++g) {
+      Value vt = loadFrag(
+          b, vType, stage,
+          arith::AddIOp::create(b, vRow, cIdx(b, 32 * j * steps + 16 * g)),
+          steps, /*colMajor=*/true);
+      acc = gpu::SubgroupMmaComputeOp::create(b, pa[g], vt, acc, UnitAttr(),
+                                              b.getUnitAttr());
+    }
+    state.acc(j) = acc;
+  }
+  return state;
+}
+
+void WmmaPartitionBuilder::storeWarpState(ImplicitLocOpBuilder &b,
+                                          WmmaState state) {
+  // The lane's sum covers its 4 tokens of each step: add the head's other
+  // quarters (lane bits 0..1).
+  Value l = state.l();
+  for (int64_t off = 1; off < 4; off *= 2)
+    l = arith::AddFOp::create(b, l, shuffleXor(b, l, off));
+  // The epilogue layout overlays the warps' step areas: wait for all.
+  gpu::BarrierOp::create(b);
+  for (int64_t j = 0; j < valueBlocks(); ++j)
+    gpu::SubgroupMmaStoreMatrixOp::create(
+        b, state.acc(j), shared,
+        ValueRange{accIndex(b, warp, cIdx(b, 0), cIdx(b, 32 * j))},
+        b.getIndexAttr(plan.headSize), UnitAttr());
+  Value first =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, quarter, cIdx(b, 0));
+  auto ifOp = scf::IfOp::create(b, first, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  memref::StoreOp::create(b, state.m(), shared,
+                          ValueRange{mIndex(b, warp, row)});
+  memref::StoreOp::create(b, l, shared, ValueRange{lIndex(b, warp, row)});
+}
+
+gpu::GPUFuncOp mlir::paged_attn::buildWmmaPartitionKernel(
+    OpBuilder &moduleBuilder, Location loc, const KernelPlan &plan,
+    bool onePass) {
+  return WmmaPartitionBuilder(plan, onePass).build(moduleBuilder, loc);
+}
