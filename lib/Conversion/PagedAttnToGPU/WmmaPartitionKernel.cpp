@@ -222,7 +222,8 @@ void WmmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
 
   // Whole steps load one step ahead: a step stages the loads it was handed
   // and issues the next step's before its arithmetic, so a warp keeps its
-  // next 16 tokens in flight while it computes. Edge steps load their own.
+  // next step's tokens in flight while it computes. Edge steps load their
+  // own.
   Value full;
   auto loadsOf = [&](ImplicitLocOpBuilder &nb, Value step) {
     // Only whole steps [0, full) are loaded ahead; past them, zeros.
