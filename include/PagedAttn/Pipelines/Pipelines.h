@@ -27,7 +27,7 @@ struct PagedAttnToPTXOptions
   PassOptions::Option<std::string> features{
       *this, "features",
       llvm::cl::desc("PTX features, e.g. +ptx80; empty: the lowest PTX "
-                     "version the chip needs"),
+                     "version the kernels need on the chip"),
       llvm::cl::init("")};
   PassOptions::Option<int> optLevel{
       *this, "opt-level", llvm::cl::desc("LLVM optimization level"),
@@ -55,7 +55,8 @@ struct PagedAttnToPTXOptions
       llvm::cl::init("")};
 };
 
-/// The lowest PTX ISA feature a chip needs ("+ptx60" for sm_70, ...), or ""
+/// The lowest PTX ISA feature the kernels need on a chip ("+ptx61" for sm_70:
+/// the wmma kernel's m8n32k16; "+ptx78" for sm_90, ...), or ""
 /// for a chip this table does not know.
 std::string minimumPtxFeature(llvm::StringRef chip);
 

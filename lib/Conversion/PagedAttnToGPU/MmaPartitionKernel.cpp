@@ -184,47 +184,15 @@ void MmaPartitionBuilder::stageQuery(ImplicitLocOpBuilder &b) {
   // The tile's query rows, 16-byte chunks of 8 elements, into workgroup
   // memory: slot h (masked slots and chunks past head_size as zeros) at
   // qIndex(h, chunk).
-  const int64_t qPack = 8, qChunks = plan.headSize / qPack;
-  const int64_t chunks = 4 * quads() * ratio(), rows = plan.headsPerProgram;
-  Value zero = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(VectorType::get({qPack}, plan.elemType),
-                                b.getZeroAttr(plan.elemType)));
   auto f32x4 = VectorType::get({4}, b.getF32Type());
-  for (int64_t base = 0; base < rows * chunks; base += plan.threads()) {
-    Value i = arith::AddIOp::create(b, tid, cIdx(b, base));
-    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
-                                          cIdx(b, rows * chunks));
-    auto ifOp = scf::IfOp::create(b, inRange, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    Value slot = arith::DivUIOp::create(b, i, cIdx(b, chunks));
-    Value chunk = arith::RemUIOp::create(b, i, cIdx(b, chunks));
-    auto [head, valid] = headOfSlot(b, slot);
-    Value use = valid;
-    if (chunks > qChunks)
-      use = arith::AndIOp::create(
-          b, use,
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
-                                cIdx(b, qChunks)));
-    Value safeHead = arith::SelectOp::create(
-        b, valid, head, arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
-    Value safeChunk =
-        arith::MinUIOp::create(b, chunk, cIdx(b, qChunks - 1));
-    Value ofs = arith::AddIOp::create(
-        b,
-        arith::MulIOp::create(
-            b,
-            arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
-                                  safeHead),
-            cIdx(b, plan.headSize)),
-        arith::MulIOp::create(b, safeChunk, cIdx(b, qPack)));
-    Value v = arith::SelectOp::create(
-        b, use, loadVector(b, query, ofs, qPack), zero);
-    vector::StoreOp::create(b, vector::BitCastOp::create(b, f32x4, v), shared,
-                            ValueRange{qIndex(b, slot, chunk)},
-                            /*nontemporal=*/false, llvm::MaybeAlign(16));
-  }
-  gpu::BarrierOp::create(b);
+  int64_t rows = plan.headsPerProgram;
+  PartitionProgram::stageQuery(
+      b, rows, rows, 4 * quads() * ratio(),
+      [&](ImplicitLocOpBuilder &nb, Value v, Value slot, Value chunk) {
+        vector::StoreOp::create(nb, vector::BitCastOp::create(nb, f32x4, v),
+                                shared, ValueRange{qIndex(nb, slot, chunk)},
+                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+      });
 }
 
 Value MmaPartitionBuilder::qIndex(ImplicitLocOpBuilder &b, Value slot,

@@ -151,6 +151,53 @@ Value PartitionProgram::safeHeadOf(ImplicitLocOpBuilder &b, int64_t g) {
   return arith::SelectOp::create(b, valid, head, lastHead);
 }
 
+void PartitionProgram::stageQuery(ImplicitLocOpBuilder &b, int64_t rows,
+                                  int64_t liveRows, int64_t chunks,
+                                  QueryStoreFn store) {
+  const int64_t qPack = 8, qChunks = plan.headSize / qPack;
+  Value zero = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(VectorType::get({qPack}, plan.elemType),
+                                b.getZeroAttr(plan.elemType)));
+  for (int64_t base = 0; base < rows * chunks; base += plan.threads()) {
+    Value i = arith::AddIOp::create(b, tid, cIdx(b, base));
+    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
+                                          cIdx(b, rows * chunks));
+    auto ifOp = scf::IfOp::create(b, inRange, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value slot = arith::DivUIOp::create(b, i, cIdx(b, chunks));
+    Value chunk = arith::RemUIOp::create(b, i, cIdx(b, chunks));
+    auto [head, valid] = headOfSlot(b, slot);
+    Value use = valid;
+    if (liveRows < rows)
+      use = arith::AndIOp::create(
+          b, use,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, slot,
+                                cIdx(b, liveRows)));
+    if (chunks > qChunks)
+      use = arith::AndIOp::create(
+          b, use,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
+                                cIdx(b, qChunks)));
+    Value safeHead = arith::SelectOp::create(
+        b, valid, head, arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
+    Value safeChunk =
+        arith::MinUIOp::create(b, chunk, cIdx(b, qChunks - 1));
+    Value ofs = arith::AddIOp::create(
+        b,
+        arith::MulIOp::create(
+            b,
+            arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
+                                  safeHead),
+            cIdx(b, plan.headSize)),
+        arith::MulIOp::create(b, safeChunk, cIdx(b, qPack)));
+    Value v = arith::SelectOp::create(
+        b, use, loadVector(b, query, ofs, qPack), zero);
+    store(b, v, slot, chunk);
+  }
+  gpu::BarrierOp::create(b);
+}
+
 Value PartitionProgram::accIndex(ImplicitLocOpBuilder &b, Value warpIdx,
                                  Value g, Value dim) {
   Value wg = arith::AddIOp::create(

@@ -77,6 +77,15 @@ protected:
   /// Same, for a slot index computed at run time.
   std::pair<Value, Value> headOfSlot(ImplicitLocOpBuilder &b, Value slot);
 
+  /// Stages the tile's query once per program, then one barrier: the
+  /// threads take the (slot, chunk) pairs of `rows` x `chunks` 8-element
+  /// chunks and hand `store` query[seq, head of slot, 8 chunk ..], or zeros
+  /// for masked slots, slots from `liveRows` on and chunks past head_size.
+  using QueryStoreFn = llvm::function_ref<void(
+      ImplicitLocOpBuilder &, Value chunkVec, Value slot, Value chunk)>;
+  void stageQuery(ImplicitLocOpBuilder &b, int64_t rows, int64_t liveRows,
+                  int64_t chunks, QueryStoreFn store);
+
   /// Epilogue layout, in f32 words of `shared`: acc[warp][g][dim], then
   /// m[warp][g] (log2 domain), then l[warp][g].
   Value accIndex(ImplicitLocOpBuilder &b, Value warpIdx, Value g, Value dim);

@@ -146,46 +146,19 @@ private:
 } // namespace
 
 void WmmaPartitionBuilder::stageQuery(ImplicitLocOpBuilder &b) {
-  const int64_t pack = 8, chunks = plan.headSize / pack, rows = 16;
-  Value zero = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(VectorType::get({pack}, plan.elemType),
-                                b.getZeroAttr(plan.elemType)));
+  // Q[16][keyStride] f16: the tile's 8 heads, then 8 zero rows.
   Value qBase = cIdx(b, plan.wmmaQueryOffset() / 2);
-  for (int64_t base = 0; base < rows * chunks; base += plan.threads()) {
-    Value i = arith::AddIOp::create(b, tid, cIdx(b, base));
-    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
-                                          cIdx(b, rows * chunks));
-    auto ifOp = scf::IfOp::create(b, inRange, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    Value slot = arith::DivUIOp::create(b, i, cIdx(b, chunks));
-    Value chunk = arith::RemUIOp::create(b, i, cIdx(b, chunks));
-    auto [head, valid] = headOfSlot(b, slot);
-    Value use = arith::AndIOp::create(
-        b, valid,
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, slot,
-                              cIdx(b, kTile)));
-    Value safeHead = arith::SelectOp::create(
-        b, use, head, arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
-    Value ofs = arith::AddIOp::create(
-        b,
-        arith::MulIOp::create(
-            b,
-            arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
-                                  safeHead),
-            cIdx(b, plan.headSize)),
-        arith::MulIOp::create(b, chunk, cIdx(b, pack)));
-    Value v = arith::SelectOp::create(b, use, loadVector(b, query, ofs, pack),
-                                      zero);
-    Value dst = arith::AddIOp::create(
-        b, qBase,
-        arith::AddIOp::create(
-            b, arith::MulIOp::create(b, slot, cIdx(b, keyStride())),
-            arith::MulIOp::create(b, chunk, cIdx(b, pack))));
-    vector::StoreOp::create(b, v, stage, ValueRange{dst},
-                            /*nontemporal=*/false, llvm::MaybeAlign(16));
-  }
-  gpu::BarrierOp::create(b);
+  PartitionProgram::stageQuery(
+      b, 16, kTile, plan.headSize / 8,
+      [&](ImplicitLocOpBuilder &nb, Value v, Value slot, Value chunk) {
+        Value dst = arith::AddIOp::create(
+            nb, qBase,
+            arith::AddIOp::create(
+                nb, arith::MulIOp::create(nb, slot, cIdx(nb, keyStride())),
+                arith::MulIOp::create(nb, chunk, cIdx(nb, 8))));
+        vector::StoreOp::create(nb, v, stage, ValueRange{dst},
+                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+      });
 }
 
 void WmmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
