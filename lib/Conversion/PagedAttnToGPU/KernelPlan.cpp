@@ -179,10 +179,9 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
 
   if (p.usesWmma()) {
     p.headsPerProgram = 8;
-    // A step moves 8 KB of K and V per warp: 16 tokens, 32 up to head size
-    // 64 (which the rule leaves to the SIMT kernel, docs/performance.md).
-    p.tokenStep = p.headSize <= 64 ? 32 : 16;
-    p.programsPerSM = kWmmaProgramsPerSM;
+    // A step is one m16n16k16 score block: 16 tokens.
+    p.tokenStep = 16;
+    p.programsPerSM = wmmaProgramsPerSM(p.headSize);
     if (op.getPartitionSize() % p.tokenStep != 0)
       return op.emitOpError("partition_size ")
              << op.getPartitionSize() << " must be a multiple of the kernel's "

@@ -138,30 +138,48 @@ struct KernelPlan {
   // The wmma kernel's workgroup memory, one byte buffer (32-byte aligned, as
   // wmma wants its rows) seen as f32 and as f16. The epilogue layout
   // (after the token loop) overlays the warps' step areas (during it);
-  // the staged query follows both. Offsets in bytes:
-  //   [0, wmmaWarpBytes * warps)  warp w's step area at w * wmmaWarpBytes
-  //   (T = tokenStep):
-  //       K      T x wmmaKeyStride f16  (the step's keys, [token][dim]),
-  //       V      head_size x T f16      (its values, [dim][token]),
-  //       S      16 x T f32             (its scores, [head][token]; rows
-  //                                      8..15, of zero query rows, unread),
-  //         then 8 x 32 f32 at S        (each head's rescale factor along
-  //                                      its row, once S is read) and
-  //              8 x T f16 at S + 1 KB  (the weights P, [head][token]; in
-  //                                      S's unread rows when T = 32);
+  // the staged query follows both. Offsets in bytes (T = tokenStep):
+  //   [0, wmmaWarpBytes * warps)  warp w's step area at w * wmmaWarpBytes:
+  //       K      T x wmmaKeyStride f16     (the step's keys, [token][dim]),
+  //       V      head_size x wmmaValueStride f16
+  //                                        (its values, [dim][token]),
+  //       S      16 x wmmaScoreStride f32  (its scores, [head][token]; rows
+  //                                         8..15, of zero query rows,
+  //                                         unread),
+  //         then 8 x kWmmaAlphaStride f32 at S  (each head's rescale factor
+  //                                         along its row, once S is read)
+  //         and  8 x wmmaValueStride f16 at wmmaPOffset  (the weights P,
+  //                                         [head][token]; past the alpha
+  //                                         matrix and S's rows 0..7);
   //   [wmmaQueryOffset, +16 x wmmaKeyStride f16)  the query, [head][dim],
   //       rows past the tile zero.
-  /// Row stride (f16 elements) of the staged keys and query: head_size + 16
-  /// (32-byte rows, as wmma needs, and off the 128-byte bank period).
-  int64_t wmmaKeyStride() const { return headSize + 16; }
+  // Every row stride is 32 or 96 bytes modulo the 128-byte bank period
+  // (wmmaRowBytes), so the 8 rows a wmma load or store touches at once
+  // spread over the banks (at most 2-way conflicts) instead of stacking on
+  // the same ones.
+  /// The row pitch in bytes for rows of `bytes`: a multiple of 32 (as wmma
+  /// needs) that is 32 or 96 modulo 128.
+  static int64_t wmmaRowBytes(int64_t bytes) {
+    int64_t r = (bytes + 31) / 32 * 32;
+    return r % 64 == 0 ? r + 32 : r;
+  }
+  /// Row strides, in elements: keys and query (f16), values and weights
+  /// (f16), scores and the alpha matrix (f32).
+  int64_t wmmaKeyStride() const { return wmmaRowBytes(2 * headSize) / 2; }
+  int64_t wmmaValueStride() const { return wmmaRowBytes(2 * tokenStep) / 2; }
+  int64_t wmmaScoreStride() const { return wmmaRowBytes(4 * tokenStep) / 4; }
+  static constexpr int64_t kWmmaAlphaStride = 40; // wmmaRowBytes(128) / 4
   int64_t wmmaValueOffset() const { return 2 * tokenStep * wmmaKeyStride(); }
   int64_t wmmaSOffset() const {
-    return wmmaValueOffset() + 2 * headSize * tokenStep;
+    return wmmaValueOffset() + 2 * headSize * wmmaValueStride();
   }
-  int64_t wmmaPOffset() const { return wmmaSOffset() + 4 * 8 * 32; }
+  int64_t wmmaPOffset() const {
+    return wmmaSOffset() +
+           std::max(4 * 8 * kWmmaAlphaStride, 4 * 8 * wmmaScoreStride());
+  }
   int64_t wmmaWarpBytes() const {
-    return std::max(wmmaSOffset() + 4 * 16 * tokenStep,
-                    wmmaPOffset() + 2 * 8 * tokenStep);
+    return std::max(wmmaSOffset() + 4 * 16 * wmmaScoreStride(),
+                    wmmaPOffset() + 2 * 8 * wmmaValueStride());
   }
   int64_t wmmaQueryOffset() const {
     return std::max(wmmaWarpBytes() * warps, 4 * epilogueFloats());
@@ -179,14 +197,15 @@ struct KernelPlan {
 /// it when the pass chooses the tile itself (heads-per-program 0); smaller
 /// groups keep the SIMT kernel. heads-per-program 8 asks for it directly.
 inline constexpr int64_t kWmmaMinGroup = 3;
-/// ... and the smallest head size: at 64 (4 KB of K and V per warp step)
-/// the SIMT kernel measured faster on the H200 (docs/performance.md);
-/// kernel=wmma still builds it there.
+/// ... and the smallest head size: at 64 the SIMT kernel measured faster on
+/// the H200 (docs/performance.md); kernel=wmma still builds it there.
 inline constexpr int64_t kWmmaMinHeadSize = 96;
 /// Programs per SM the wmma kernel is planned for (nvvm.minctasm): what
-/// ptxas fits without spilling on sm_70 at every head size (at 3 programs,
-/// head size 128 spills).
-inline constexpr int64_t kWmmaProgramsPerSM = 2;
+/// ptxas fits without spilling on sm_70 (at 3 programs, head size 96 spills
+/// in the _ext variants and 128 in all).
+inline constexpr int64_t wmmaProgramsPerSM(int64_t headSize) {
+  return headSize <= 64 ? 3 : 2;
+}
 
 /// Plans the variant for `op` (memref form); on failure reports why on the op.
 FailureOr<KernelPlan> planKernel(DecodeV2Op op,

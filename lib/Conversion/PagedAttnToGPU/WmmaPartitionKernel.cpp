@@ -14,9 +14,8 @@
 // understands and every result goes back through memory; K and V are
 // staged through each warp's workgroup memory.
 //
-// A warp step is T = 16 tokens (32 for head sizes up to 64, so that a step
-// moves as many bytes), a tile is 8 query heads (rows 8..15 of the score
-// product are zero):
+// A warp step is T = 16 tokens, a tile is 8 query heads (rows 8..15 of the
+// score product are zero):
 //
 //   stage K[T tokens][D] and V[D][T tokens] (16-byte loads from the caches;
 //     values outside the range zeroed in edge steps)
@@ -124,6 +123,9 @@ private:
   }
 
   int64_t keyStride() const { return plan.wmmaKeyStride(); }
+  int64_t valueStride() const { return plan.wmmaValueStride(); }
+  int64_t scoreStride() const { return plan.wmmaScoreStride(); }
+  static constexpr int64_t alphaStride = KernelPlan::kWmmaAlphaStride;
   int64_t valueBlocks() const { return plan.headSize / 32; }
 
   /// The byte buffer as f16 (staging, query, weights).
@@ -365,7 +367,7 @@ void WmmaPartitionBuilder::stageStep(ImplicitLocOpBuilder &b, Value tok0,
       Value idx = arith::AddIOp::create(
           b, vRow,
           arith::AddIOp::create(
-              b, arith::MulIOp::create(b, dim, cIdx(b, steps)),
+              b, arith::MulIOp::create(b, dim, cIdx(b, valueStride())),
               valueToken(b, g)));
       vector::StoreOp::create(b, v, stage, ValueRange{idx},
                               /*nontemporal=*/false, llvm::MaybeAlign(16));
@@ -405,7 +407,7 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
     gpu::SubgroupMmaStoreMatrixOp::create(
         b, s, shared,
         ValueRange{arith::AddIOp::create(b, sIdx, cIdx(b, 16 * g))},
-        b.getIndexAttr(steps), UnitAttr());
+        b.getIndexAttr(scoreStride()), UnitAttr());
   }
   syncWarp(b);
 
@@ -413,8 +415,8 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
   Value myTok = arith::MulIOp::create(b, quarter, cIdx(b, mine));
   Value rowScores = arith::AddIOp::create(
       b, sIdx,
-      arith::AddIOp::create(b, arith::MulIOp::create(b, row, cIdx(b, steps)),
-                            myTok));
+      arith::AddIOp::create(
+          b, arith::MulIOp::create(b, row, cIdx(b, scoreStride())), myTok));
   Value qScale = arith::MulFOp::create(b, scale, cF32(b, M_LOG2E));
   SmallVector<Value> logits;
   for (int64_t v = 0; v < mine / 4; ++v) {
@@ -461,7 +463,8 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
       ValueRange{arith::AddIOp::create(
           b, pIdx,
           arith::AddIOp::create(
-              b, arith::MulIOp::create(b, row, cIdx(b, steps)), myTok))},
+              b, arith::MulIOp::create(b, row, cIdx(b, valueStride())),
+              myTok))},
       /*nontemporal=*/false, llvm::MaybeAlign(2 * mine));
   syncWarp(b);
   Value alphaVec =
@@ -470,7 +473,7 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
     Value idx = arith::AddIOp::create(
         b, sIdx,
         arith::AddIOp::create(
-            b, arith::MulIOp::create(b, row, cIdx(b, 32)),
+            b, arith::MulIOp::create(b, row, cIdx(b, alphaStride)),
             arith::AddIOp::create(
                 b, arith::MulIOp::create(b, quarter, cIdx(b, 8)),
                 cIdx(b, 4 * i))));
@@ -484,9 +487,10 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
   for (int64_t g = 0; g < groups; ++g)
     pa.push_back(loadFrag(b, fragType(kTile, 16, f16, "AOp"), stage,
                           arith::AddIOp::create(b, pIdx, cIdx(b, 16 * g)),
-                          steps, /*colMajor=*/false));
+                          valueStride(), /*colMajor=*/false));
   auto accType = fragType(kTile, 32, f32, "COp");
-  Value alphaFrag = loadFrag(b, accType, shared, sIdx, 32, /*colMajor=*/false);
+  Value alphaFrag =
+      loadFrag(b, accType, shared, sIdx, alphaStride, /*colMajor=*/false);
   auto vType = fragType(16, 32, f16, "BOp");
   Value vRow = warpHalf(b, plan.wmmaValueOffset());
   for (int64_t j = 0; j < valueBlocks(); ++j) {
@@ -496,8 +500,9 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
     for (int64_t g = 0; g < groups; ++g) {
       Value vt = loadFrag(
           b, vType, stage,
-          arith::AddIOp::create(b, vRow, cIdx(b, 32 * j * steps + 16 * g)),
-          steps, /*colMajor=*/true);
+          arith::AddIOp::create(b, vRow,
+                                cIdx(b, 32 * j * valueStride() + 16 * g)),
+          valueStride(), /*colMajor=*/true);
       acc = gpu::SubgroupMmaComputeOp::create(b, pa[g], vt, acc, UnitAttr(),
                                               b.getUnitAttr());
     }

@@ -25,13 +25,14 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 }
 
 // One byte buffer of workgroup memory, 32-byte aligned: 4 warps' step areas
-// (K 16 x 144 f16, V 128 x 16 f16, S 16 x 16 f32 with the 8 x 32 alpha
-// matrix over it, P 8 x 16 f16: 9984 bytes each), then the query
-// (16 x 144 f16).
-// CHECK: gpu.module @pa_f16_d128_b16_h8_wmma attributes {paged_attn.variant = {{{.*}}heads_per_program = 8 : i64, {{.*}}shared_bytes = 44544 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
-// CHECK: gpu.func @pa_f16_d128_b16_h8_wmma_partition({{.*}}) workgroup(%[[BUF:.*]] : memref<44544xi8, #gpu.address_space<workgroup>> {llvm.align = 32 : i64}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 2 : i32}
-// CHECK: %[[F32:.*]] = memref.view %[[BUF]][%{{.*}}][] : memref<44544xi8, #gpu.address_space<workgroup>> to memref<11136xf32, #gpu.address_space<workgroup>>
-// CHECK: %[[F16:.*]] = memref.view %[[BUF]][%{{.*}}][] : memref<44544xi8, #gpu.address_space<workgroup>> to memref<22272xf16, #gpu.address_space<workgroup>>
+// (K 16 x 144 f16, V 128 x 16 f16, S 16 x 24 f32 with the 8 x 32 alpha
+// matrix over it at stride 40, P 8 x 16 f16 after that: 10240 bytes each),
+// then the query (16 x 144 f16). Every row pitch is 32 or 96 bytes modulo
+// 128 (288, 32, 96, 160).
+// CHECK: gpu.module @pa_f16_d128_b16_h8_wmma attributes {paged_attn.variant = {{{.*}}heads_per_program = 8 : i64, {{.*}}shared_bytes = 45568 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+// CHECK: gpu.func @pa_f16_d128_b16_h8_wmma_partition({{.*}}) workgroup(%[[BUF:.*]] : memref<45568xi8, #gpu.address_space<workgroup>> {llvm.align = 32 : i64}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 2 : i32}
+// CHECK: %[[F32:.*]] = memref.view %[[BUF]][%{{.*}}][] : memref<45568xi8, #gpu.address_space<workgroup>> to memref<11392xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[F16:.*]] = memref.view %[[BUF]][%{{.*}}][] : memref<45568xi8, #gpu.address_space<workgroup>> to memref<22784xf16, #gpu.address_space<workgroup>>
 // The first step's loads are issued before the query is staged (one
 // barrier); they are the loop's last iter_args.
 // CHECK: memref.load %arg3
@@ -44,7 +45,7 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // A whole step stages the loads it was handed (8 key, 8 value pieces),
 // then loads the next step, then computes.
 // CHECK: nvvm.bar.warp.sync
-// CHECK-COUNT-16: vector.store %{{.*}}, %[[F16]][%{{.*}}] {alignment = 16 : i64} : memref<22272xf16, #gpu.address_space<workgroup>>, vector<8xf16>
+// CHECK-COUNT-16: vector.store %{{.*}}, %[[F16]][%{{.*}}] {alignment = 16 : i64} : memref<22784xf16, #gpu.address_space<workgroup>>, vector<8xf16>
 // CHECK: nvvm.bar.warp.sync
 // CHECK: scf.if %{{.*}} -> (vector<8xf16>,
 // CHECK: memref.load %arg3
@@ -52,25 +53,25 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK-COUNT-8: vector.load %arg2
 // Scores: 8 m16n16k16 products over the head dims (Q row-major, K^T
 // column-major from the [token][dim] staging rows, stride 144).
-// CHECK: gpu.subgroup_mma_load_matrix %[[F16]][%{{.*}}] {leadDimension = 144 : index} : memref<22272xf16, #gpu.address_space<workgroup>> -> !gpu.mma_matrix<16x16xf16, "AOp">
-// CHECK: gpu.subgroup_mma_load_matrix %[[F16]][%{{.*}}] {leadDimension = 144 : index, transpose} : memref<22272xf16, #gpu.address_space<workgroup>> -> !gpu.mma_matrix<16x16xf16, "BOp">
+// CHECK: gpu.subgroup_mma_load_matrix %[[F16]][%{{.*}}] {leadDimension = 144 : index} : memref<22784xf16, #gpu.address_space<workgroup>> -> !gpu.mma_matrix<16x16xf16, "AOp">
+// CHECK: gpu.subgroup_mma_load_matrix %[[F16]][%{{.*}}] {leadDimension = 144 : index, transpose} : memref<22784xf16, #gpu.address_space<workgroup>> -> !gpu.mma_matrix<16x16xf16, "BOp">
 // CHECK: gpu.subgroup_mma_compute {{.*}} {b_transpose} : !gpu.mma_matrix<16x16xf16, "AOp">, !gpu.mma_matrix<16x16xf16, "BOp"> -> !gpu.mma_matrix<16x16xf32, "COp">
 // CHECK-COUNT-7: gpu.subgroup_mma_compute
-// CHECK: gpu.subgroup_mma_store_matrix %{{.*}}, %[[F32]][%{{.*}}] {leadDimension = 16 : index} : !gpu.mma_matrix<16x16xf32, "COp">, memref<11136xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.subgroup_mma_store_matrix %{{.*}}, %[[F32]][%{{.*}}] {leadDimension = 24 : index} : !gpu.mma_matrix<16x16xf32, "COp">, memref<11392xf32, #gpu.address_space<workgroup>>
 // A whole step masks nothing.
 // CHECK-NOT: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
 // The lane's 4 scores of its head, the head's max over the 4 lanes.
-// CHECK: vector.load %[[F32]][%{{.*}}] {alignment = 16 : i64} : memref<11136xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: vector.load %[[F32]][%{{.*}}] {alignment = 16 : i64} : memref<11392xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
 // Weights as f16, the rescale factor along the head's row; O . alpha and
 // P . V, one m8n32k16 product per 32 head dims.
 // CHECK: arith.truncf %{{.*}} : vector<4xf32> to vector<4xf16>
-// CHECK: gpu.subgroup_mma_load_matrix %[[F16]][%{{.*}}] {leadDimension = 16 : index} : memref<22272xf16, #gpu.address_space<workgroup>> -> !gpu.mma_matrix<8x16xf16, "AOp">
-// CHECK: %[[ALPHA:.*]] = gpu.subgroup_mma_load_matrix %[[F32]][%{{.*}}] {leadDimension = 32 : index} : memref<11136xf32, #gpu.address_space<workgroup>> -> !gpu.mma_matrix<8x32xf32, "COp">
+// CHECK: gpu.subgroup_mma_load_matrix %[[F16]][%{{.*}}] {leadDimension = 16 : index} : memref<22784xf16, #gpu.address_space<workgroup>> -> !gpu.mma_matrix<8x16xf16, "AOp">
+// CHECK: %[[ALPHA:.*]] = gpu.subgroup_mma_load_matrix %[[F32]][%{{.*}}] {leadDimension = 40 : index} : memref<11392xf32, #gpu.address_space<workgroup>> -> !gpu.mma_matrix<8x32xf32, "COp">
 // CHECK: gpu.subgroup_mma_elementwise  mulf %{{.*}}, %[[ALPHA]]
-// CHECK: gpu.subgroup_mma_load_matrix %[[F16]][%{{.*}}] {leadDimension = 16 : index, transpose} : memref<22272xf16, #gpu.address_space<workgroup>> -> !gpu.mma_matrix<16x32xf16, "BOp">
+// CHECK: gpu.subgroup_mma_load_matrix %[[F16]][%{{.*}}] {leadDimension = 16 : index, transpose} : memref<22784xf16, #gpu.address_space<workgroup>> -> !gpu.mma_matrix<16x32xf16, "BOp">
 // CHECK: gpu.subgroup_mma_compute {{.*}} {b_transpose} : !gpu.mma_matrix<8x16xf16, "AOp">, !gpu.mma_matrix<16x32xf16, "BOp"> -> !gpu.mma_matrix<8x32xf32, "COp">
 // CHECK-COUNT-3: gpu.subgroup_mma_compute
 // CHECK: scf.yield
@@ -107,18 +108,18 @@ func.func @mha(%q: memref<?x8x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // -----
 
 // Head size 64: the rule keeps the SIMT kernel (measured faster there);
-// kernel=wmma builds it with 32-token steps (8 KB of K and V per warp
-// step, as at head size 128): with block size 8 a step spans four blocks.
+// kernel=wmma builds it, planned for 3 programs per SM: with block size 8
+// a 16-token step spans two blocks.
 // CHECK-LABEL: func.func @d64_block8
 // CHECK: gpu.launch_func @pa_f16_d64_b8_h4::@pa_f16_d64_b8_h4_partition
 // SM90-LABEL: func.func @d64_block8
-// SM90: gpu.func @pa_f16_d64_b8_h8_wmma_partition({{.*}}) workgroup(%{{.*}} : memref<47616xi8, #gpu.address_space<workgroup>> {llvm.align = 32 : i64}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 2 : i32}
-// SM90-COUNT-4: memref.load %arg3
-// SM90-COUNT-8: vector.load %arg1
-// SM90-COUNT-8: vector.load %arg2
+// SM90: gpu.func @pa_f16_d64_b8_h8_wmma_partition({{.*}}) workgroup(%{{.*}} : memref<27136xi8, #gpu.address_space<workgroup>> {llvm.align = 32 : i64}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 3 : i32}
+// SM90-COUNT-2: memref.load %arg3
+// SM90-COUNT-4: vector.load %arg1
+// SM90-COUNT-4: vector.load %arg2
 // SM90: scf.for
-// SM90-COUNT-8: gpu.subgroup_mma_compute {{.*}} -> !gpu.mma_matrix<16x16xf32, "COp">
-// SM90-COUNT-4: gpu.subgroup_mma_compute {{.*}} -> !gpu.mma_matrix<8x32xf32, "COp">
+// SM90-COUNT-4: gpu.subgroup_mma_compute {{.*}} -> !gpu.mma_matrix<16x16xf32, "COp">
+// SM90-COUNT-2: gpu.subgroup_mma_compute {{.*}} -> !gpu.mma_matrix<8x32xf32, "COp">
 func.func @d64_block8(%q: memref<?x16x64xf16>, %kc: memref<?x2x8x8x8xf16>,
     %vc: memref<?x2x64x8xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
     %out: memref<?x16x64xf16>, %es: memref<?x16x?xf32>, %ml: memref<?x16x?xf32>,
