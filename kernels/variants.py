@@ -7,7 +7,7 @@ covers the group (larger groups run several tiles per KV head).
 Which partition kernel a variant gets follows the planning rule of
 convert-paged-attn-to-gpu (KernelPlan.cpp): from sm_80, f16 and bf16 use the
 tensor-core kernel (tiles of 8 or 16 query heads, n8 blocks of the mma);
-on sm_70, f16 at head sizes 96 and 128 uses the wmma kernel for its
+on sm_70, f16 at head sizes 64, 96 and 128 uses the wmma kernel for its
 8-head tile and the SIMT kernel for tiles 1 and 2; the other sm_70 keys
 and f32 caches use the SIMT kernel (tiles 1, 2, 4, and 8 for f32 up to head
 size 128); fp8 caches use the tensor cores from sm_89 with f16 queries,
@@ -51,14 +51,14 @@ def uses_mma(dtype, chip, cache=None):
 
 def uses_wmma(dtype, chip, head_size, tile, cache=None):
     """The wmma kernel (KernelPlan.cpp): f16 query and cache before sm_80,
-    head sizes 96 and 128, the 8-head tile."""
+    head sizes 64, 96 and 128, the 8-head tile."""
     return (dtype == "f16" and (cache or dtype) == "f16" and sm(chip) < 80 and
-            head_size in (96, 128) and tile == 8)
+            head_size in (64, 96, 128) and tile == 8)
 
 
 def tiles(dtype, head_size, chip, cache=None):
     """GQA tiles compiled for a chip. Tensor cores: 8 heads (one n8 block),
-    16 up to head size 128. wmma (sm_7x, f16, head sizes 96 and 128): 8
+    16 up to head size 128. wmma (sm_7x, f16, head sizes 64, 96 and 128): 8
     heads for groups of 3 or more, SIMT tiles 1 and 2 below. SIMT: the
     register budget allows 8 heads per program for f32 up to head size 128,
     4 otherwise; fp8 caches get 1 and 4 (a group of 2 runs the 4-head tile

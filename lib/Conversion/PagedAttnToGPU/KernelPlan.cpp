@@ -128,7 +128,7 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
   } else if (options.kernel == "auto") {
     if (mmaChip && mmaTypes)
       p.kind = KernelKind::Mma;
-    else if (sm < 80 && wmmaOk && p.headSize >= kWmmaMinHeadSize &&
+    else if (sm < 80 && wmmaOk &&
              (options.headsPerProgram == 8 || group >= kWmmaMinGroup))
       p.kind = KernelKind::Wmma;
   } else if (options.kernel != "simt") {

@@ -197,9 +197,6 @@ struct KernelPlan {
 /// it when the pass chooses the tile itself (heads-per-program 0); smaller
 /// groups keep the SIMT kernel. heads-per-program 8 asks for it directly.
 inline constexpr int64_t kWmmaMinGroup = 3;
-/// ... and the smallest head size: at 64 the SIMT kernel measured faster on
-/// the H200 (docs/performance.md); kernel=wmma still builds it there.
-inline constexpr int64_t kWmmaMinHeadSize = 96;
 /// Programs per SM the wmma kernel is planned for (nvvm.minctasm): what
 /// ptxas fits without spilling on sm_70 (at 3 programs, head size 96 spills
 /// in the _ext variants and 128 in all).

@@ -2,7 +2,7 @@
 // RUN: pa-opt %s -split-input-file -convert-paged-attn-to-gpu="chip=sm_70 kernel=simt" | FileCheck %s --check-prefix=SIMT
 // RUN: pa-opt %s -split-input-file -convert-paged-attn-to-gpu="chip=sm_90 kernel=wmma" | FileCheck %s --check-prefix=SM90
 
-// On sm_7x, f16 GQA variants of head sizes 96 and 128 get the wmma kernel:
+// On sm_7x, f16 GQA variants of head sizes 64, 96 and 128 get the wmma kernel:
 // GQA 32/8 (group 4), head size 128, block size 16: a tile of 8 heads (slots 4..7 masked), 16-token
 // steps, K and V staged through each warp's workgroup memory.
 
@@ -107,11 +107,10 @@ func.func @mha(%q: memref<?x8x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 
 // -----
 
-// Head size 64: the rule keeps the SIMT kernel (measured faster there);
-// kernel=wmma builds it, planned for 3 programs per SM: with block size 8
-// a 16-token step spans two blocks.
+// Head size 64 (group 8), block size 8: planned for 3 programs per SM; a
+// 16-token step spans two blocks. kernel=wmma builds the same on sm_90.
 // CHECK-LABEL: func.func @d64_block8
-// CHECK: gpu.launch_func @pa_f16_d64_b8_h4::@pa_f16_d64_b8_h4_partition
+// CHECK: gpu.launch_func @pa_f16_d64_b8_h8_wmma::@pa_f16_d64_b8_h8_wmma_partition
 // SM90-LABEL: func.func @d64_block8
 // SM90: gpu.func @pa_f16_d64_b8_h8_wmma_partition({{.*}}) workgroup(%{{.*}} : memref<27136xi8, #gpu.address_space<workgroup>> {llvm.align = 32 : i64}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 3 : i32}
 // SM90-COUNT-2: memref.load %arg3
