@@ -278,10 +278,11 @@ pa_status checkDecodeArgs(const pa_decode_args &args);
 /// Null device pointers; the workspace only when `needWorkspace`.
 pa_status checkDecodePointers(const pa_decode_args &args, bool needWorkspace);
 
-/// Above this many partition programs the adaptive rule stops splitting the
-/// context further: 4 waves of 4 resident programs per SM.
-inline int64_t adaptiveProgramBudget(const DeviceInfo &device) {
-  return 4 * int64_t(device.smCount) * 4;
+/// Above this many partition programs of `warps` warps the adaptive rule
+/// stops splitting the context further: 4 waves of 16 resident warps per SM
+/// (4 programs of 4 warps, 8 of 2).
+inline int64_t adaptiveProgramBudget(const DeviceInfo &device, int64_t warps) {
+  return std::max<int64_t>(1, 4 * int64_t(device.smCount) * 16 / warps);
 }
 
 /// The partition rule (docs/runtime.md): partition_tokens and

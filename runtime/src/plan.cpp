@@ -9,9 +9,9 @@
 //                            roundup(ceil(capacity / max_num_partitions),
 //                                    token_step))
 //   adaptive: partition_tokens = roundup(max(ceil(max_seq_len /
-//     max_num_partitions), 256), token_step * warps), doubled while the
-//     partition programs exceed 4 waves of 4 programs per SM and more than
-//     one partition remains.
+//     max_num_partitions), 64 * warps), token_step * warps), doubled while
+//     the partition programs' warps exceed 4 waves of 16 warps per SM and
+//     more than one partition remains.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,9 +26,10 @@ namespace pa {
 static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t roundUp(int64_t a, int64_t m) { return ceilDiv(a, m) * m; }
 
-/// Fewest tokens a partition gets in adaptive mode: below this the reduce and
-/// the per-program setup cost more than the parallelism gains.
-static constexpr int64_t kMinAdaptivePartitionTokens = 256;
+/// Fewest tokens a partition gets per warp of its program in adaptive mode
+/// (256 for 4 warps): below this the reduce and the per-program setup cost
+/// more than the parallelism gains.
+static constexpr int64_t kMinAdaptiveWarpTokens = 64;
 
 pa_status planPartitions(const DeviceInfo &device, const BundleDesc &variant,
                          const pa_decode_args &args,
@@ -63,10 +64,10 @@ pa_status planPartitions(const DeviceInfo &device, const BundleDesc &variant,
     const int64_t unit = step * variant.warps;
     tokens =
         roundUp(std::max(ceilDiv(args.max_seq_len, args.max_num_partitions),
-                         kMinAdaptivePartitionTokens),
+                         kMinAdaptiveWarpTokens * variant.warps),
                 unit);
     parts = ceilDiv(args.max_seq_len, tokens);
-    const int64_t budget = adaptiveProgramBudget(device);
+    const int64_t budget = adaptiveProgramBudget(device, variant.warps);
     while (parts > 1 && programsPerPartition * parts > budget) {
       tokens *= 2;
       parts = ceilDiv(args.max_seq_len, tokens);

@@ -394,9 +394,9 @@ pa_plan planOn(const DeviceInfo &device, const std::vector<Spec> &specs,
   } while (0)
 
 void planTests() {
-  // Adaptive: partition_tokens = roundup(max(ceil(512/64), 256), 16*4) = 256
-  // -> 2 partitions; 8 KV heads x 1 tile x 1 seq x 2 = 16 programs, far
-  // below the budget of 4*132*4 = 2112: no doubling.
+  // Adaptive: partition_tokens = roundup(max(ceil(512/64), 64*4), 16*4) =
+  // 256 -> 2 partitions; 8 KV heads x 1 tile x 1 seq x 2 = 16 programs, far
+  // below the budget of 4*132*16/4 = 2112: no doubling.
   run("plan_adaptive_short", [] {
     pa_decode_args a = validArgs();
     a.num_seqs = 1;
@@ -457,6 +457,29 @@ void planTests() {
     CHECK_DIM3(p.grid, 32, 8, 8);
     // More than 16 partitions: each reduce program serves one head.
     CHECK_DIM3(p.reduce_grid, 32, 8, 1);
+  });
+
+  // Both bounds count warps: a 2-warp bundle gets partitions of 64 tokens
+  // per warp at least (128) and a budget of 4*132*16/2 = 4224 programs.
+  // 64 seqs x 4096: 128 tokens -> 32 partitions (16384 programs) -> 256
+  // (8192) -> 512 (4096): stop. 1 seq x 512: 128 tokens, 4 partitions.
+  run("plan_adaptive_counts_warps", [] {
+    pa_decode_args a = validArgs();
+    a.num_seqs = 64;
+    a.max_seq_len = 4096;
+    Spec narrow;
+    narrow.warps = 2;
+    pa_status st;
+    pa_plan p = planOn(kH200, {narrow}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(p.partition_tokens, 512);
+    CHECK_EQ(p.num_partitions, 8);
+    a.num_seqs = 1;
+    a.max_seq_len = 512;
+    p = planOn(kH200, {narrow}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(p.partition_tokens, 128);
+    CHECK_EQ(p.num_partitions, 4);
   });
 
   // One sequence, long context: never doubles (64 programs).
