@@ -68,6 +68,12 @@ int64_t mlir::paged_attn::defaultHeadsPerProgram(int64_t groupSize,
   return std::min<int64_t>(llvm::PowerOf2Ceil(groupSize), cap);
 }
 
+/// Programs per SM for `warps`-warp programs, from a count planned for
+/// 4-warp programs: the same warps per SM, so the same register cap.
+static int64_t perWarps(int64_t programsOf4Warps, int64_t warps) {
+  return std::max<int64_t>(1, programsOf4Warps * 4 / warps);
+}
+
 FailureOr<KernelPlan>
 mlir::paged_attn::planKernel(DecodeV2Op op,
                              const PagedAttnToGPUOptions &options) {
@@ -169,7 +175,8 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
     // its clamped indices too (d112 spilled at 3 programs on sm_90).
     if (p.extLogits && p.chunks % 4 != 0)
       accumulators += 8;
-    p.programsPerSM = accumulators <= 32 ? 4 : accumulators <= 48 ? 3 : 2;
+    p.programsPerSM = perWarps(
+        accumulators <= 32 ? 4 : accumulators <= 48 ? 3 : 2, p.warps);
     if (op.getPartitionSize() % p.tokenStep != 0)
       return op.emitOpError("partition_size ")
              << op.getPartitionSize() << " must be a multiple of the kernel's "
@@ -181,7 +188,7 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
     p.headsPerProgram = 8;
     // A step is one m16n16k16 score block: 16 tokens.
     p.tokenStep = 16;
-    p.programsPerSM = wmmaProgramsPerSM(p.headSize);
+    p.programsPerSM = perWarps(wmmaProgramsPerSM(p.headSize), p.warps);
     if (op.getPartitionSize() % p.tokenStep != 0)
       return op.emitOpError("partition_size ")
              << op.getPartitionSize() << " must be a multiple of the kernel's "

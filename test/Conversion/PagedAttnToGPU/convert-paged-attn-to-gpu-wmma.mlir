@@ -1,6 +1,7 @@
 // RUN: pa-opt %s -split-input-file -convert-paged-attn-to-gpu="chip=sm_70" | FileCheck %s
 // RUN: pa-opt %s -split-input-file -convert-paged-attn-to-gpu="chip=sm_70 kernel=simt" | FileCheck %s --check-prefix=SIMT
 // RUN: pa-opt %s -split-input-file -convert-paged-attn-to-gpu="chip=sm_90 kernel=wmma" | FileCheck %s --check-prefix=SM90
+// RUN: pa-opt %s -split-input-file -convert-paged-attn-to-gpu="chip=sm_70 warps=2" | FileCheck %s --check-prefix=W2
 
 // On sm_7x, f16 GQA variants of head sizes 64, 96 and 128 get the wmma kernel:
 // GQA 32/8 (group 4), head size 128, block size 16: a tile of 8 heads (slots 4..7 masked), 16-token
@@ -30,6 +31,9 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // then the query (16 x 144 f16). Every row pitch is 32 or 96 bytes modulo
 // 128 (288, 32, 96, 160).
 // CHECK: gpu.module @pa_f16_d128_b16_h8_wmma attributes {paged_attn.variant = {{{.*}}heads_per_program = 8 : i64, {{.*}}shared_bytes = 45568 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+// Two warps a program: two step areas, and twice the programs per SM for
+// the same warps per SM (the register cap of the 4-warp plan).
+// W2: gpu.func @pa_f16_d128_b16_h8_w2_wmma_partition({{.*}}) workgroup(%{{.*}} : memref<25088xi8, #gpu.address_space<workgroup>> {llvm.align = 32 : i64}) kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.minctasm = 4 : i32}
 // CHECK: gpu.func @pa_f16_d128_b16_h8_wmma_partition({{.*}}) workgroup(%[[BUF:.*]] : memref<45568xi8, #gpu.address_space<workgroup>> {llvm.align = 32 : i64}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 2 : i32}
 // CHECK: %[[F32:.*]] = memref.view %[[BUF]][%{{.*}}][] : memref<45568xi8, #gpu.address_space<workgroup>> to memref<11392xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[F16:.*]] = memref.view %[[BUF]][%{{.*}}][] : memref<45568xi8, #gpu.address_space<workgroup>> to memref<22784xf16, #gpu.address_space<workgroup>>
