@@ -19,7 +19,7 @@
 //
 //   stage K[T tokens][D] and V[D][T tokens] (16-byte loads from the caches;
 //     values outside the range zeroed in edge steps)
-//   S[16 heads x T] = Q[16 x D] . K^T           T/16 x D/16 x m16n16k16
+//   S[16 heads x T] = Q[16 x D] . K^T           D/16 x m16n16k16
 //   store S; each lane takes head lane/4, tokens T/4 (lane%4) .. + T/4 - 1:
 //     online softmax (fp32, log2 domain), weights P[8 x T] as f16,
 //     the rescale factor alpha of each head along its row of an 8 x 32
@@ -27,7 +27,7 @@
 //   O[8 x 32j..] = O . alpha (elementwise, with an accumulator loaded from
 //                  the alpha matrix: the same lane layout as O by
 //                  construction)
-//                  + P . V[.., 32j..]            D/32 x T/16 x m8n32k16
+//                  + P . V[.., 32j..]            D/32 x m8n32k16
 //
 // Whole steps load one step ahead: a warp stages the loads it issued in its
 // previous step, issues the next step's, then computes, so it keeps a
@@ -133,13 +133,12 @@ private:
   /// This warp's step area, as f16 and f32 element indices.
   Value warpHalves, warpFloats;
   /// The lane's head (row of the tile) and quarter (its quarter of the
-  /// step's tokens); its key token in a group of 16 (`pair`) and key chunk
+  /// step's tokens); its key token of the step (`pair`) and key chunk
   /// parity (`half`).
   Value row, quarter, pair, half;
-  /// First of the 8 value tokens the lane loads in 16-token group g.
-  Value valueToken(ImplicitLocOpBuilder &b, int64_t g) {
-    return arith::AddIOp::create(b, arith::MulIOp::create(b, half, cIdx(b, 8)),
-                                 cIdx(b, 16 * g));
+  /// First of the 8 value tokens of the step the lane loads.
+  Value valueToken(ImplicitLocOpBuilder &b) {
+    return arith::MulIOp::create(b, half, cIdx(b, 8));
   }
   /// ALiBi slope x log2(e) of the lane's head (_ext variants).
   Value slope;
@@ -205,7 +204,7 @@ void WmmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
     Value inRange =
         arith::CmpIOp::create(nb, arith::CmpIPredicate::ult, step, full);
     SmallVector<Type> types;
-    int64_t n = (plan.chunks / 2 + plan.headSize / 16) * plan.tokenStep / 16;
+    int64_t n = plan.chunks / 2 + plan.headSize / 16;
     auto vecType = VectorType::get({8}, plan.cacheType);
     types.assign(n, vecType);
     auto ifOp = scf::IfOp::create(nb, types, inRange, /*withElseRegion=*/true);
@@ -252,7 +251,7 @@ void WmmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
 SmallVector<Value> WmmaPartitionBuilder::loadStep(ImplicitLocOpBuilder &b,
                                                  Value tok0, bool clamp) {
   const int64_t bs = plan.blockSize, x = plan.keyPack, d = plan.headSize;
-  const int64_t steps = plan.tokenStep, groups = steps / 16;
+  const int64_t steps = plan.tokenStep;
   Value tok0Ofs = arith::RemUIOp::create(b, tok0, cIdx(b, bs));
   Value logical0 = arith::DivUIOp::create(b, tok0, cIdx(b, bs));
   Value lastBlock = arith::DivUIOp::create(
@@ -285,130 +284,117 @@ SmallVector<Value> WmmaPartitionBuilder::loadStep(ImplicitLocOpBuilder &b,
     return {base, arith::RemUIOp::create(b, u, cIdx(b, bs))};
   };
 
-  // Keys: load (c, g) takes token 16 g + pair of chunk 2 c + half, so one
+  // Keys: load c takes token `pair` of chunk 2 c + half, so one
   // instruction of the warp reads two chunks of 16 tokens (2 x 256
   // contiguous bytes) and a quarter warp's stores hit distinct banks of the
   // staging rows.
   SmallVector<Value> loads;
-  for (int64_t c = 0; c < plan.chunks / 2; ++c)
-    for (int64_t g = 0; g < groups; ++g) {
-      auto [base, slot] =
-          place(arith::AddIOp::create(b, pair, cIdx(b, 16 * g)));
-      Value chunk = arith::AddIOp::create(b, half, cIdx(b, 2 * c));
-      // key_cache[phys, kvh, chunk, slot, :]
-      Value ofs = arith::AddIOp::create(
-          b, base,
-          arith::MulIOp::create(
-              b,
-              arith::AddIOp::create(
-                  b, arith::MulIOp::create(b, chunk, cIdx(b, bs)), slot),
-              cIdx(b, x)));
-      loads.push_back(loadVector(b, keyCache, ofs, x));
-    }
-  // Values: load (j, g) takes tokens valueToken(g) .. + 7 of dim 16 j + pair.
-  for (int64_t j = 0; j < d / 16; ++j)
-    for (int64_t g = 0; g < groups; ++g) {
-      auto [base, slot] = place(valueToken(b, g));
-      Value dim = arith::AddIOp::create(b, pair, cIdx(b, 16 * j));
-      // value_cache[phys, kvh, dim, slot : slot + 8]
-      Value ofs = arith::AddIOp::create(
-          b, base,
-          arith::AddIOp::create(b, arith::MulIOp::create(b, dim, cIdx(b, bs)),
-                                slot));
-      loads.push_back(loadVector(b, valueCache, ofs, 8));
-    }
+  for (int64_t c = 0; c < plan.chunks / 2; ++c) {
+    auto [base, slot] = place(pair);
+    Value chunk = arith::AddIOp::create(b, half, cIdx(b, 2 * c));
+    // key_cache[phys, kvh, chunk, slot, :]
+    Value ofs = arith::AddIOp::create(
+        b, base,
+        arith::MulIOp::create(
+            b,
+            arith::AddIOp::create(
+                b, arith::MulIOp::create(b, chunk, cIdx(b, bs)), slot),
+            cIdx(b, x)));
+    loads.push_back(loadVector(b, keyCache, ofs, x));
+  }
+  // Values: load j takes tokens valueToken() .. + 7 of dim 16 j + pair.
+  for (int64_t j = 0; j < d / 16; ++j) {
+    auto [base, slot] = place(valueToken(b));
+    Value dim = arith::AddIOp::create(b, pair, cIdx(b, 16 * j));
+    // value_cache[phys, kvh, dim, slot : slot + 8]
+    Value ofs = arith::AddIOp::create(
+        b, base,
+        arith::AddIOp::create(b, arith::MulIOp::create(b, dim, cIdx(b, bs)),
+                              slot));
+    loads.push_back(loadVector(b, valueCache, ofs, 8));
+  }
   return loads;
 }
 
 void WmmaPartitionBuilder::stageStep(ImplicitLocOpBuilder &b, Value tok0,
                                      bool masked, ArrayRef<Value> loads) {
   const int64_t d = plan.headSize, x = plan.keyPack;
-  const int64_t steps = plan.tokenStep, groups = steps / 16;
-  const int64_t keys = plan.chunks / 2 * groups;
+  const int64_t keys = plan.chunks / 2;
   Type f16 = b.getF16Type();
   // The previous step's fragments were read before this warp got here; the
   // sync orders it for the memory model.
   syncWarp(b);
   Value kRow = warpHalf(b, 0);
-  for (int64_t c = 0; c < plan.chunks / 2; ++c)
-    for (int64_t g = 0; g < groups; ++g) {
-      Value chunk = arith::AddIOp::create(b, half, cIdx(b, 2 * c));
-      Value tok = arith::AddIOp::create(b, pair, cIdx(b, 16 * g));
-      Value idx = arith::AddIOp::create(
-          b, kRow,
-          arith::AddIOp::create(
-              b, arith::MulIOp::create(b, tok, cIdx(b, keyStride())),
-              arith::MulIOp::create(b, chunk, cIdx(b, x))));
-      vector::StoreOp::create(b, loads[c * groups + g], stage, ValueRange{idx},
-                              /*nontemporal=*/false, llvm::MaybeAlign(16));
-    }
+  for (int64_t c = 0; c < keys; ++c) {
+    Value chunk = arith::AddIOp::create(b, half, cIdx(b, 2 * c));
+    Value idx = arith::AddIOp::create(
+        b, kRow,
+        arith::AddIOp::create(
+            b, arith::MulIOp::create(b, pair, cIdx(b, keyStride())),
+            arith::MulIOp::create(b, chunk, cIdx(b, x))));
+    vector::StoreOp::create(b, loads[c], stage, ValueRange{idx},
+                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+  }
   // In edge steps the values of tokens outside the range are zeroed, so
   // that garbage (or NaN) never meets a zero weight.
   Value vZero = arith::ConstantOp::create(
       b, DenseElementsAttr::get(VectorType::get({8}, f16), b.getZeroAttr(f16)));
-  SmallVector<Value> masks;
-  for (int64_t g = 0; g < groups && masked; ++g) {
+  Value mask;
+  if (masked) {
     SmallVector<Value> bits;
     for (int64_t i = 0; i < 8; ++i)
       bits.push_back(tokenValid(
           b, arith::AddIOp::create(
-                 b, tok0,
-                 arith::AddIOp::create(b, valueToken(b, g), cIdx(b, i)))));
-    masks.push_back(vector::FromElementsOp::create(
-        b, VectorType::get({8}, b.getI1Type()), bits));
+                 b, tok0, arith::AddIOp::create(b, valueToken(b), cIdx(b, i)))));
+    mask = vector::FromElementsOp::create(
+        b, VectorType::get({8}, b.getI1Type()), bits);
   }
   Value vRow = warpHalf(b, plan.wmmaValueOffset());
-  for (int64_t j = 0; j < d / 16; ++j)
-    for (int64_t g = 0; g < groups; ++g) {
-      Value v = loads[keys + j * groups + g];
-      if (masked)
-        v = arith::SelectOp::create(b, masks[g], v, vZero);
-      Value dim = arith::AddIOp::create(b, pair, cIdx(b, 16 * j));
-      Value idx = arith::AddIOp::create(
-          b, vRow,
-          arith::AddIOp::create(
-              b, arith::MulIOp::create(b, dim, cIdx(b, valueStride())),
-              valueToken(b, g)));
-      vector::StoreOp::create(b, v, stage, ValueRange{idx},
-                              /*nontemporal=*/false, llvm::MaybeAlign(16));
-    }
+  for (int64_t j = 0; j < d / 16; ++j) {
+    Value v = loads[keys + j];
+    if (masked)
+      v = arith::SelectOp::create(b, mask, v, vZero);
+    Value dim = arith::AddIOp::create(b, pair, cIdx(b, 16 * j));
+    Value idx = arith::AddIOp::create(
+        b, vRow,
+        arith::AddIOp::create(
+            b, arith::MulIOp::create(b, dim, cIdx(b, valueStride())),
+            valueToken(b)));
+    vector::StoreOp::create(b, v, stage, ValueRange{idx},
+                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+  }
   syncWarp(b);
 }
 
 WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
                                             Value tok0, bool masked,
                                             WmmaState state) {
-  const int64_t d = plan.headSize, steps = plan.tokenStep;
-  const int64_t groups = steps / 16, mine = steps / 4;
+  assert(plan.tokenStep == 16 && "one m16n16k16 block of scores per step");
+  const int64_t d = plan.headSize, mine = plan.tokenStep / 4;
   Type f16 = b.getF16Type(), f32 = b.getF32Type();
 
-  // Scores: S[:, 16 g ..] = Q . K[16 g ..]^T over the head dims, 16 at a
-  // time, into the warp's S rows.
+  // Scores: S = Q . K^T over the head dims, 16 at a time, into the warp's
+  // S rows.
   auto aType = fragType(16, 16, f16, "AOp");
   auto bType = fragType(16, 16, f16, "BOp");
   auto sType = fragType(16, 16, f32, "COp");
   Value qBase = cIdx(b, plan.wmmaQueryOffset() / 2);
   Value kRow = warpHalf(b, 0);
   Value sIdx = warpFloat(b, plan.wmmaSOffset());
-  for (int64_t g = 0; g < groups; ++g) {
-    Value s = gpu::SubgroupMmaConstantMatrixOp::create(b, sType, cF32(b, 0.0f));
-    for (int64_t j = 0; j < d / 16; ++j) {
-      Value q = loadFrag(b, aType, stage,
-                         arith::AddIOp::create(b, qBase, cIdx(b, 16 * j)),
-                         keyStride(), /*colMajor=*/false);
-      Value kt = loadFrag(
-          b, bType, stage,
-          arith::AddIOp::create(b, kRow,
-                                cIdx(b, 16 * g * keyStride() + 16 * j)),
-          keyStride(), /*colMajor=*/true);
-      s = gpu::SubgroupMmaComputeOp::create(b, q, kt, s, UnitAttr(),
-                                            b.getUnitAttr());
-    }
-    gpu::SubgroupMmaStoreMatrixOp::create(
-        b, s, shared,
-        ValueRange{arith::AddIOp::create(b, sIdx, cIdx(b, 16 * g))},
-        b.getIndexAttr(scoreStride()), UnitAttr());
+  Value s = gpu::SubgroupMmaConstantMatrixOp::create(b, sType, cF32(b, 0.0f));
+  for (int64_t j = 0; j < d / 16; ++j) {
+    Value q = loadFrag(b, aType, stage,
+                       arith::AddIOp::create(b, qBase, cIdx(b, 16 * j)),
+                       keyStride(), /*colMajor=*/false);
+    Value kt = loadFrag(b, bType, stage,
+                        arith::AddIOp::create(b, kRow, cIdx(b, 16 * j)),
+                        keyStride(), /*colMajor=*/true);
+    s = gpu::SubgroupMmaComputeOp::create(b, q, kt, s, UnitAttr(),
+                                          b.getUnitAttr());
   }
+  gpu::SubgroupMmaStoreMatrixOp::create(b, s, shared, ValueRange{sIdx},
+                                        b.getIndexAttr(scoreStride()),
+                                        UnitAttr());
   syncWarp(b);
 
   // Online softmax of the lane's head `row`, its tokens myTok .. + mine - 1.
@@ -482,12 +468,9 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
   }
   syncWarp(b);
 
-  // O = O . alpha + P . V, 32 head dims per fragment, 16 tokens per mma.
-  SmallVector<Value> pa;
-  for (int64_t g = 0; g < groups; ++g)
-    pa.push_back(loadFrag(b, fragType(kTile, 16, f16, "AOp"), stage,
-                          arith::AddIOp::create(b, pIdx, cIdx(b, 16 * g)),
-                          valueStride(), /*colMajor=*/false));
+  // O = O . alpha + P . V, 32 head dims per fragment.
+  Value pa = loadFrag(b, fragType(kTile, 16, f16, "AOp"), stage, pIdx,
+                      valueStride(), /*colMajor=*/false);
   auto accType = fragType(kTile, 32, f32, "COp");
   Value alphaFrag =
       loadFrag(b, accType, shared, sIdx, alphaStride, /*colMajor=*/false);
@@ -497,16 +480,12 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
     Value acc = gpu::SubgroupMmaElementwiseOp::create(
         b, accType, ValueRange{state.acc(j), alphaFrag},
         gpu::MMAElementwiseOp::MULF);
-    for (int64_t g = 0; g < groups; ++g) {
-      Value vt = loadFrag(
-          b, vType, stage,
-          arith::AddIOp::create(b, vRow,
-                                cIdx(b, 32 * j * valueStride() + 16 * g)),
-          valueStride(), /*colMajor=*/true);
-      acc = gpu::SubgroupMmaComputeOp::create(b, pa[g], vt, acc, UnitAttr(),
-                                              b.getUnitAttr());
-    }
-    state.acc(j) = acc;
+    Value vt = loadFrag(
+        b, vType, stage,
+        arith::AddIOp::create(b, vRow, cIdx(b, 32 * j * valueStride())),
+        valueStride(), /*colMajor=*/true);
+    state.acc(j) = gpu::SubgroupMmaComputeOp::create(
+        b, pa, vt, acc, UnitAttr(), b.getUnitAttr());
   }
   return state;
 }
