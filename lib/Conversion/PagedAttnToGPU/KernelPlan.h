@@ -146,7 +146,7 @@ struct KernelPlan {
   //       S      16 x wmmaScoreStride f32  (its scores, [head][token]; rows
   //                                         8..15, of zero query rows,
   //                                         unread),
-  //         then 8 x kWmmaAlphaStride f32 at S  (each head's rescale factor
+  //         then 8 x wmmaAlphaStride f32 at S   (each head's rescale factor
   //                                         along its row, once S is read)
   //         and  8 x wmmaValueStride f16 at wmmaPOffset  (the weights P,
   //                                         [head][token]; past the alpha
@@ -168,14 +168,15 @@ struct KernelPlan {
   int64_t wmmaKeyStride() const { return wmmaRowBytes(2 * headSize) / 2; }
   int64_t wmmaValueStride() const { return wmmaRowBytes(2 * tokenStep) / 2; }
   int64_t wmmaScoreStride() const { return wmmaRowBytes(4 * tokenStep) / 4; }
-  static constexpr int64_t kWmmaAlphaStride = 40; // wmmaRowBytes(128) / 4
+  /// The alpha matrix's rows are 32 f32 (one m8n32k16 accumulator).
+  static int64_t wmmaAlphaStride() { return wmmaRowBytes(4 * 32) / 4; }
   int64_t wmmaValueOffset() const { return 2 * tokenStep * wmmaKeyStride(); }
   int64_t wmmaSOffset() const {
     return wmmaValueOffset() + 2 * headSize * wmmaValueStride();
   }
   int64_t wmmaPOffset() const {
     return wmmaSOffset() +
-           std::max(4 * 8 * kWmmaAlphaStride, 4 * 8 * wmmaScoreStride());
+           std::max(4 * 8 * wmmaAlphaStride(), 4 * 8 * wmmaScoreStride());
   }
   int64_t wmmaWarpBytes() const {
     return std::max(wmmaSOffset() + 4 * 16 * wmmaScoreStride(),

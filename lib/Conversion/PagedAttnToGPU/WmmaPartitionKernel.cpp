@@ -125,7 +125,7 @@ private:
   int64_t keyStride() const { return plan.wmmaKeyStride(); }
   int64_t valueStride() const { return plan.wmmaValueStride(); }
   int64_t scoreStride() const { return plan.wmmaScoreStride(); }
-  static constexpr int64_t alphaStride = KernelPlan::kWmmaAlphaStride;
+  int64_t alphaStride() const { return plan.wmmaAlphaStride(); }
   int64_t valueBlocks() const { return plan.headSize / 32; }
 
   /// The byte buffer as f16 (staging, query, weights).
@@ -459,7 +459,7 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
     Value idx = arith::AddIOp::create(
         b, sIdx,
         arith::AddIOp::create(
-            b, arith::MulIOp::create(b, row, cIdx(b, alphaStride)),
+            b, arith::MulIOp::create(b, row, cIdx(b, alphaStride())),
             arith::AddIOp::create(
                 b, arith::MulIOp::create(b, quarter, cIdx(b, 8)),
                 cIdx(b, 4 * i))));
@@ -473,7 +473,7 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
                       valueStride(), /*colMajor=*/false);
   auto accType = fragType(kTile, 32, f32, "COp");
   Value alphaFrag =
-      loadFrag(b, accType, shared, sIdx, alphaStride, /*colMajor=*/false);
+      loadFrag(b, accType, shared, sIdx, alphaStride(), /*colMajor=*/false);
   auto vType = fragType(16, 32, f16, "BOp");
   Value vRow = warpHalf(b, plan.wmmaValueOffset());
   for (int64_t j = 0; j < valueBlocks(); ++j) {
