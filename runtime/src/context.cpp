@@ -57,8 +57,7 @@ static void unloadModule(const DriverApi &api, LoadedModule &m) {
 
 /// JIT-loads the PTX into the context's primary context (already current)
 /// and resolves the kernels; on failure nothing stays loaded.
-static pa_status loadModuleCurrent(const pa_context &ctx,
-                                   const BundleDesc &desc,
+static pa_status loadModuleCurrent(const pa_context &ctx, BundleDesc &desc,
                                    const std::string &ptx, LoadedModule &out) {
   const DriverApi &api = ctx.api;
   char errorLog[8192] = "";
@@ -109,11 +108,30 @@ static pa_status loadModuleCurrent(const pa_context &ctx,
                         ctx.info.ordinal);
     }
   }
+  // What the adaptive partition rule sizes its waves by (plan.cpp).
+  const KernelDesc &partition = desc.kernel(Role::Partition);
+  CUresult occupancy = api.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+      &desc.residentPrograms, m.functions[int(Role::Partition)],
+      partition.threads, /*dynamicSMemSize=*/0);
+  if (occupancy != CUDA_SUCCESS || desc.residentPrograms < 1) {
+    pa_status status =
+        occupancy != CUDA_SUCCESS
+            ? cudaStatus(api, occupancy,
+                         "cuOccupancyMaxActiveBlocksPerMultiprocessor of '%s'",
+                         partition.symbol.c_str())
+            : makeStatus(PA_ERROR_BUNDLE,
+                         "%s: the partition kernel '%s' cannot be resident "
+                         "with %d threads on device %d",
+                         desc.manifestPath.c_str(), partition.symbol.c_str(),
+                         partition.threads, ctx.info.ordinal);
+    unloadModule(api, m);
+    return status;
+  }
   out = m;
   return okStatus();
 }
 
-static pa_status loadModule(const pa_context &ctx, const BundleDesc &desc,
+static pa_status loadModule(const pa_context &ctx, BundleDesc &desc,
                             const std::string &ptx, LoadedModule &out) {
   PA_CUDA_RETURN_IF_ERROR(ctx.api, ctx.api.cuCtxPushCurrent(ctx.primary),
                           "cuCtxPushCurrent (device %d)", ctx.info.ordinal);

@@ -33,6 +33,7 @@ namespace pa {
   X(cuModuleGetFunction)                                                       \
   X(cuModuleUnload)                                                            \
   X(cuFuncGetAttribute)                                                        \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                               \
   X(cuLaunchKernel)
 
 struct DriverApi {

@@ -192,6 +192,10 @@ struct BundleDesc {
   int warps = 0;
   int tokenStep = 0;
   KernelDesc kernels[kNumRoles];
+  /// Partition programs one SM holds at once on the context's device: the
+  /// driver's occupancy of the JIT-compiled partition kernel, set when the
+  /// bundle is loaded. 0 where unknown (host contexts load no PTX).
+  int residentPrograms = 0;
 
   const KernelDesc &kernel(Role role) const { return kernels[int(role)]; }
   bool hasOnePass() const { return kernel(Role::OnePass).present; }

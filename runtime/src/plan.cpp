@@ -212,6 +212,7 @@ void exportPlan(const DecodePlan &plan, const BundleDesc &variant,
   out.one_pass = plan.onePass ? 1 : 0;
   out.partition_tokens = plan.partitionTokens;
   out.num_partitions = plan.numPartitions;
+  out.resident_programs = variant.residentPrograms;
   for (int d = 0; d < 3; ++d) {
     out.grid[d] = plan.grid[d];
     out.block[d] = plan.block[d];

@@ -412,6 +412,7 @@ void planTests() {
     CHECK_DIM3(p.block, 128, 1, 1);
     CHECK_DIM3(p.reduce_grid, 8, 1, 1);
     CHECK_DIM3(p.reduce_block, 128, 1, 1);
+    CHECK_EQ(p.resident_programs, 0); // no driver: unknown
   });
 
   // 64 seqs x 4096: base 8*1*64 = 512 programs per partition. 256 tokens ->

@@ -124,6 +124,10 @@ typedef struct pa_plan {
   int32_t num_partitions;   /* partitions launched per (seq, kv head) */
   unsigned grid[3], block[3];       /* partition (or one-pass) kernel */
   unsigned reduce_grid[3], reduce_block[3];
+  /* partition programs one SM holds at once (the driver's occupancy of the
+     JIT-compiled kernel), which the adaptive rule sizes waves by; 0 when
+     unknown (a context without a driver) */
+  int32_t resident_programs;
 } pa_plan;
 pa_status pa_plan_decode_v2(const pa_context *ctx, const pa_decode_args *args,
                             pa_plan *plan);

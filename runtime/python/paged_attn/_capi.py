@@ -109,6 +109,7 @@ class Plan(ctypes.Structure):
         ("block", ctypes.c_uint * 3),
         ("reduce_grid", ctypes.c_uint * 3),
         ("reduce_block", ctypes.c_uint * 3),
+        ("resident_programs", ctypes.c_int32),
     ]
 
     def to_dict(self):
@@ -121,6 +122,7 @@ class Plan(ctypes.Structure):
             "block": tuple(self.block),
             "reduce_grid": tuple(self.reduce_grid),
             "reduce_block": tuple(self.reduce_block),
+            "resident_programs": int(self.resident_programs),
         }
 
 
