@@ -108,7 +108,8 @@ static pa_status loadModuleCurrent(const pa_context &ctx, BundleDesc &desc,
                         ctx.info.ordinal);
     }
   }
-  // What the adaptive partition rule sizes its waves by (plan.cpp).
+  // Programs of the partition kernel one SM holds at once, reported in
+  // pa_plan.resident_programs: what a partition rule counting waves needs.
   const KernelDesc &partition = desc.kernel(Role::Partition);
   CUresult occupancy = api.cuOccupancyMaxActiveBlocksPerMultiprocessor(
       &desc.residentPrograms, m.functions[int(Role::Partition)],
