@@ -283,14 +283,7 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
       Value chunk = arith::AddIOp::create(b, t, cIdx(b, 4 * j));
       if (4 * (j + 1) > plan.chunks)
         chunk = arith::MinUIOp::create(b, chunk, cIdx(b, plan.chunks - 1));
-      // key_cache[phys, kvh, chunk, slot, :]
-      Value ofs = arith::AddIOp::create(
-          b, base,
-          arith::MulIOp::create(
-              b,
-              arith::AddIOp::create(
-                  b, arith::MulIOp::create(b, chunk, cIdx(b, bs)), slot),
-              cIdx(b, x)));
+      Value ofs = keyChunkOffset(b, base, chunk, slot);
       keyWords[r].push_back(cacheWords(b, loadVector(b, keyCache, ofs, x)));
     }
   }

@@ -380,6 +380,18 @@ Value PartitionProgram::stepToken(ImplicitLocOpBuilder &b, Value step) {
       b, stepBase, arith::MulIOp::create(b, step, cIdx(b, plan.tokenStep)));
 }
 
+Value PartitionProgram::keyChunkOffset(ImplicitLocOpBuilder &b, Value base,
+                                       Value chunk, Value slot) {
+  return arith::AddIOp::create(
+      b, base,
+      arith::MulIOp::create(
+          b,
+          arith::AddIOp::create(
+              b, arith::MulIOp::create(b, chunk, cIdx(b, plan.blockSize)),
+              slot),
+          cIdx(b, plan.keyPack)));
+}
+
 Value PartitionProgram::tokenValid(ImplicitLocOpBuilder &b, Value tok) {
   return arith::AndIOp::create(
       b, arith::CmpIOp::create(b, arith::CmpIPredicate::uge, tok, rangeStart),

@@ -54,6 +54,10 @@ protected:
                                   PrologueFn prologue = nullptr);
   /// First token of warp step `step`.
   Value stepToken(ImplicitLocOpBuilder &b, Value step);
+  /// Element offset of key_cache[phys, kvh, chunk, slot, 0]: `base` (that
+  /// of [phys, kvh]) + (chunk * block_size + slot) * x.
+  Value keyChunkOffset(ImplicitLocOpBuilder &b, Value base, Value chunk,
+                       Value slot);
   /// Whether token `tok` is attended in a masked step: rangeStart <= tok <
   /// partEnd.
   Value tokenValid(ImplicitLocOpBuilder &b, Value tok);

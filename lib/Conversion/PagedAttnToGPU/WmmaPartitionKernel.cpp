@@ -292,14 +292,7 @@ SmallVector<Value> WmmaPartitionBuilder::loadStep(ImplicitLocOpBuilder &b,
   for (int64_t c = 0; c < plan.chunks / 2; ++c) {
     auto [base, slot] = place(pair);
     Value chunk = arith::AddIOp::create(b, half, cIdx(b, 2 * c));
-    // key_cache[phys, kvh, chunk, slot, :]
-    Value ofs = arith::AddIOp::create(
-        b, base,
-        arith::MulIOp::create(
-            b,
-            arith::AddIOp::create(
-                b, arith::MulIOp::create(b, chunk, cIdx(b, bs)), slot),
-            cIdx(b, x)));
+    Value ofs = keyChunkOffset(b, base, chunk, slot);
     loads.push_back(loadVector(b, keyCache, ofs, x));
   }
   // Values: load j takes tokens valueToken() .. + 7 of dim 16 j + pair.
