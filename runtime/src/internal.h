@@ -282,11 +282,16 @@ pa_status checkDecodeArgs(const pa_decode_args &args);
 /// Null device pointers; the workspace only when `needWorkspace`.
 pa_status checkDecodePointers(const pa_decode_args &args, bool needWorkspace);
 
-/// Above this many partition programs of `warps` warps the adaptive rule
-/// stops splitting the context further: 4 waves of 16 resident warps per SM
-/// (4 programs of 4 warps, 8 of 2).
-inline int64_t adaptiveProgramBudget(const DeviceInfo &device, int64_t warps) {
-  return std::max<int64_t>(1, 4 * int64_t(device.smCount) * 16 / warps);
+/// Partition programs the GPU holds at once, which the adaptive rule counts
+/// waves in: the driver's resident programs per SM for the bundle's
+/// partition kernel times the SM count; where the occupancy is unknown
+/// (host contexts), 16 warps per SM.
+inline int64_t adaptiveSlots(const DeviceInfo &device,
+                             const BundleDesc &variant) {
+  int64_t perSM = variant.residentPrograms > 0
+                      ? variant.residentPrograms
+                      : std::max<int64_t>(1, 16 / variant.warps);
+  return std::max<int64_t>(1, perSM * device.smCount);
 }
 
 /// The partition rule (docs/runtime.md): partition_tokens and

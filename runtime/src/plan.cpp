@@ -8,16 +8,22 @@
 //     partition_tokens = max(partition_size,
 //                            roundup(ceil(capacity / max_num_partitions),
 //                                    token_step))
-//   adaptive: partition_tokens = roundup(max(ceil(max_seq_len /
-//     max_num_partitions), 64 * warps), token_step * warps), doubled while
-//     the partition programs' warps exceed 4 waves of 16 warps per SM and
-//     more than one partition remains.
+//   adaptive: among the partition counts p whose partitions hold at least
+//     64 tokens per warp (and at most max_num_partitions of them), the one
+//     with the least modelled time: waves(P * p / slots) * (tokens + 16 *
+//     warps), where P is the partition programs per partition, slots the
+//     programs the GPU holds at once (resident programs per SM, from the
+//     driver, times the SM count), tokens = roundup(ceil(max_seq_len / p),
+//     token_step * warps), and waves(n) = 1 below one wave, else
+//     floor(n) plus max(frac(n), 0.6) for a partial last wave; among costs
+//     within 5 % of the least, the fewest partitions.
 //
 //===----------------------------------------------------------------------===//
 
 #include "internal.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -30,6 +36,28 @@ static int64_t roundUp(int64_t a, int64_t m) { return ceilDiv(a, m) * m; }
 /// (256 for 4 warps): below this the reduce and the per-program setup cost
 /// more than the parallelism gains.
 static constexpr int64_t kMinAdaptiveWarpTokens = 64;
+
+/// The adaptive rule's cost model (docs/runtime.md), fit to the partition
+/// study on an H200 (docs/performance.md, 2026-12-06): a program costs its
+/// tokens plus this many per warp (setup, the cross-warp epilogue, the
+/// partials the reduce writes and reads), ...
+static constexpr int64_t kProgramOverheadWarpTokens = 16;
+/// ... and a partial last wave costs at least this fraction of a full one
+/// (its programs run at the speed one program gets, not at the GPU's
+/// bandwidth); less than one wave costs a whole one.
+static constexpr double kPartialWave = 0.6;
+/// Among costs within this fraction of the least, the fewest partitions win:
+/// in the study one wave of programs beat two waves of programs half as long
+/// by 3-5 % (no reduce, one ramp), which the wave count alone does not see.
+static constexpr double kFewerPartitionsSlack = 0.05;
+
+static double waves(int64_t programs, int64_t slots) {
+  double n = double(programs) / double(slots);
+  if (n <= 1.0)
+    return 1.0;
+  double whole = std::floor(n), frac = n - whole;
+  return whole + (frac > 0.0 ? std::max(frac, kPartialWave) : 0.0);
+}
 
 pa_status planPartitions(const DeviceInfo &device, const BundleDesc &variant,
                          const pa_decode_args &args,
@@ -62,15 +90,31 @@ pa_status planPartitions(const DeviceInfo &device, const BundleDesc &variant,
                         static_cast<long long>(capacity));
   } else {
     const int64_t unit = step * variant.warps;
-    tokens =
+    const int64_t minTokens =
         roundUp(std::max(ceilDiv(args.max_seq_len, args.max_num_partitions),
                          kMinAdaptiveWarpTokens * variant.warps),
                 unit);
-    parts = ceilDiv(args.max_seq_len, tokens);
-    const int64_t budget = adaptiveProgramBudget(device, variant.warps);
-    while (parts > 1 && programsPerPartition * parts > budget) {
-      tokens *= 2;
-      parts = ceilDiv(args.max_seq_len, tokens);
+    const int64_t most = ceilDiv(args.max_seq_len, minTokens);
+    const int64_t slots = adaptiveSlots(device, variant);
+    const int64_t overhead = kProgramOverheadWarpTokens * variant.warps;
+    auto cost = [&](int64_t p, int64_t &t) {
+      t = roundUp(ceilDiv(args.max_seq_len, p), unit);
+      if (ceilDiv(args.max_seq_len, t) != p)
+        return -1.0; // another count's partitions
+      return waves(programsPerPartition * p, slots) * double(t + overhead);
+    };
+    double least = -1.0;
+    for (int64_t p = 1, t; p <= most; ++p) {
+      double c = cost(p, t);
+      if (c >= 0.0 && (least < 0.0 || c < least))
+        least = c;
+    }
+    for (int64_t p = 1, t; p <= most && parts == 0; ++p) {
+      double c = cost(p, t);
+      if (c >= 0.0 && c <= least * (1.0 + kFewerPartitionsSlack)) {
+        tokens = t;
+        parts = p;
+      }
     }
     if (parts > args.max_num_partitions)
       return makeStatus(PA_ERROR_INVALID_ARGUMENT,

@@ -394,9 +394,9 @@ pa_plan planOn(const DeviceInfo &device, const std::vector<Spec> &specs,
   } while (0)
 
 void planTests() {
-  // Adaptive: partition_tokens = roundup(max(ceil(512/64), 64*4), 16*4) =
-  // 256 -> 2 partitions; 8 KV heads x 1 tile x 1 seq x 2 = 16 programs, far
-  // below the budget of 4*132*16/4 = 2112: no doubling.
+  // Adaptive: partitions of roundup(max(ceil(512/64), 64*4), 16*4) = 256
+  // tokens at least, so 1 or 2 partitions; 8 KV heads x 1 tile x 1 seq = 8
+  // programs each, far below a wave: the most partitions, 2 of 256.
   run("plan_adaptive_short", [] {
     pa_decode_args a = validArgs();
     a.num_seqs = 1;
@@ -412,40 +412,50 @@ void planTests() {
     CHECK_DIM3(p.block, 128, 1, 1);
     CHECK_DIM3(p.reduce_grid, 8, 1, 1);
     CHECK_DIM3(p.reduce_block, 128, 1, 1);
-    CHECK_EQ(p.resident_programs, 0); // no driver: unknown
   });
 
-  // 64 seqs x 4096: base 8*1*64 = 512 programs per partition. 256 tokens ->
-  // 16 partitions (8192 programs) > 2112 -> 512 (4096) -> 1024 (2048): stop.
-  run("plan_adaptive_doubling_h200", [] {
+  // Host contexts know no occupancy: 16 warps per SM, 4 programs of 4
+  // warps, 528 slots on 132 SMs. 64 seqs x 4096: 8*1*64 = 512 programs per
+  // partition. One partition of 4096 tokens fills 0.97 of a wave (cost
+  // 4096 + 64); two of 2048 fill 1.94 waves (1.94 * 2112 = 4096), within
+  // 5 %: the fewer partitions win, and one partition is the one-pass kernel.
+  run("plan_adaptive_one_wave_h200", [] {
     pa_decode_args a = validArgs();
     a.num_seqs = 64;
     a.max_seq_len = 4096;
     pa_status st;
     pa_plan p = planOn(kH200, {Spec()}, a, st);
     CHECK_OK(st);
-    CHECK_EQ(p.partition_tokens, 1024);
-    CHECK_EQ(p.num_partitions, 4);
-    CHECK_DIM3(p.grid, 4, 8, 64);
-    CHECK_DIM3(p.reduce_grid, 8, 64, 1);
+    CHECK_EQ(p.partition_tokens, 4096);
+    CHECK_EQ(p.num_partitions, 1);
+    CHECK_EQ(p.one_pass, 1);
+    CHECK_DIM3(p.grid, 1, 8, 64);
+    CHECK_EQ(p.resident_programs, 0); // no driver: unknown
   });
 
-  // Same call on 80 SMs (budget 1280): 2048 programs > 1280 -> 2048 tokens,
-  // 2 partitions (1024 programs).
-  run("plan_adaptive_doubling_depends_on_sm_count", [] {
+  // 8 seqs x 4096 (64 programs per partition): on 132 SMs (528 slots) 8
+  // partitions of 512 are 0.97 of a wave; on 80 (320 slots) 8 would be
+  // 1.6 waves, and 5 of 832 are one (5 * 64 = 320).
+  run("plan_adaptive_depends_on_sm_count", [] {
     pa_decode_args a = validArgs();
-    a.num_seqs = 64;
+    a.num_seqs = 8;
     a.max_seq_len = 4096;
     pa_status st;
-    pa_plan p = planOn(kV100, {Spec()}, a, st);
+    pa_plan p = planOn(kH200, {Spec()}, a, st);
     CHECK_OK(st);
-    CHECK_EQ(p.partition_tokens, 2048);
-    CHECK_EQ(p.num_partitions, 2);
-    CHECK_DIM3(p.grid, 2, 8, 64);
+    CHECK_EQ(p.partition_tokens, 512);
+    CHECK_EQ(p.num_partitions, 8);
+    CHECK_DIM3(p.grid, 8, 8, 8);
+    p = planOn(kV100, {Spec()}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(p.partition_tokens, 832);
+    CHECK_EQ(p.num_partitions, 5);
+    CHECK_DIM3(p.grid, 5, 8, 8);
   });
 
-  // 8 seqs x 32768 with 64 workspace partitions: 512 tokens -> 64
-  // partitions (4096 programs) -> 1024 tokens, 32 partitions (2048).
+  // 8 seqs x 32768 with 64 workspace partitions: 8 partitions of 4096 fill
+  // 0.97 of a wave; every larger count costs more than 5 % over the least
+  // (16 of 2048: 1.94 waves).
   run("plan_adaptive_long_context", [] {
     pa_decode_args a = validArgs();
     a.num_seqs = 8;
@@ -453,17 +463,17 @@ void planTests() {
     pa_status st;
     pa_plan p = planOn(kH200, {Spec()}, a, st);
     CHECK_OK(st);
-    CHECK_EQ(p.partition_tokens, 1024);
-    CHECK_EQ(p.num_partitions, 32);
-    CHECK_DIM3(p.grid, 32, 8, 8);
-    // More than 16 partitions: each reduce program serves one head.
-    CHECK_DIM3(p.reduce_grid, 32, 8, 1);
+    CHECK_EQ(p.partition_tokens, 4096);
+    CHECK_EQ(p.num_partitions, 8);
+    CHECK_DIM3(p.grid, 8, 8, 8);
+    // Up to 8 partitions: each reduce program serves four heads.
+    CHECK_DIM3(p.reduce_grid, 8, 8, 1);
   });
 
-  // Both bounds count warps: a 2-warp bundle gets partitions of 64 tokens
-  // per warp at least (128) and a budget of 4*132*16/2 = 4224 programs.
-  // 64 seqs x 4096: 128 tokens -> 32 partitions (16384 programs) -> 256
-  // (8192) -> 512 (4096): stop. 1 seq x 512: 128 tokens, 4 partitions.
+  // Warps count twice: a 2-warp bundle gets partitions of 64 tokens per warp
+  // at least (128) and twice the slots (8 programs per SM, 1056). 1 seq x
+  // 512: 8 programs per partition, so the most partitions, 4 of 128.
+  // 64 seqs x 4096: 2 partitions of 2048 (1.94 waves).
   run("plan_adaptive_counts_warps", [] {
     pa_decode_args a = validArgs();
     a.num_seqs = 64;
@@ -473,8 +483,8 @@ void planTests() {
     pa_status st;
     pa_plan p = planOn(kH200, {narrow}, a, st);
     CHECK_OK(st);
-    CHECK_EQ(p.partition_tokens, 512);
-    CHECK_EQ(p.num_partitions, 8);
+    CHECK_EQ(p.partition_tokens, 2048);
+    CHECK_EQ(p.num_partitions, 2);
     a.num_seqs = 1;
     a.max_seq_len = 512;
     p = planOn(kH200, {narrow}, a, st);
@@ -483,7 +493,8 @@ void planTests() {
     CHECK_EQ(p.num_partitions, 4);
   });
 
-  // One sequence, long context: never doubles (64 programs).
+  // One sequence, long context: the most partitions, 64 of 512 (512
+  // programs, under one wave of 528).
   run("plan_adaptive_single_long_sequence", [] {
     pa_decode_args a = validArgs();
     a.num_seqs = 1;
@@ -669,20 +680,30 @@ void planTests() {
   });
 
   run("plan_rule_direct", [] {
-    // planPartitions on its own: the budget is what stops the doubling.
+    // planPartitions on its own, 32768 tokens, at most 64 partitions of 512.
     BundleDesc d = descFor(Spec());
     pa_decode_args a = validArgs();
     a.max_seq_len = 32768;
     int32_t tokens = 0, parts = 0;
+    // 2112 programs per partition are 4 waves already: one partition.
     CHECK_OK(planPartitions(kH200, d, a, /*programsPerPartition=*/2112, tokens,
                             parts));
-    // 512 x 64 -> doubles until one partition is left: 32768 tokens.
     CHECK_EQ(parts, 1);
     CHECK_EQ(tokens, 32768);
+    // 8 programs: even 64 partitions fill 0.97 of a wave; the most win.
+    CHECK_OK(planPartitions(kH200, d, a, 8, tokens, parts));
+    CHECK_EQ(parts, 64);
+    CHECK_EQ(tokens, 512);
+    // 33: 16 partitions of 2048 are exactly one wave (528 programs).
     CHECK_OK(planPartitions(kH200, d, a, 33, tokens, parts));
-    CHECK_EQ(parts, 64); // 33*64 = 2112, within budget
-    CHECK_OK(planPartitions(kH200, d, a, 34, tokens, parts));
+    CHECK_EQ(parts, 16);
+    CHECK_EQ(tokens, 2048);
+    // The driver's occupancy sizes the waves: 8 resident programs per SM
+    // (1056 slots) make 32 partitions of 1024 one wave.
+    d.residentPrograms = 8;
+    CHECK_OK(planPartitions(kH200, d, a, 33, tokens, parts));
     CHECK_EQ(parts, 32);
+    CHECK_EQ(tokens, 1024);
   });
 }
 
