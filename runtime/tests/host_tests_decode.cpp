@@ -415,22 +415,37 @@ void planTests() {
   });
 
   // Host contexts know no occupancy: 16 warps per SM, 4 programs of 4
-  // warps, 528 slots on 132 SMs. 64 seqs x 4096: 8*1*64 = 512 programs per
-  // partition. One partition of 4096 tokens fills 0.97 of a wave (cost
-  // 4096 + 64); two of 2048 fill 1.94 waves (1.94 * 2112 = 4096), within
+  // warps, 528 slots on 132 SMs. 64 seqs x 2048: 8*1*64 = 512 programs per
+  // partition. One partition of 2048 tokens fills 0.97 of a wave (cost
+  // 2048 + 64); two of 1024 fill 1.94 waves (1.94 * 1088 = 2110), within
   // 5 %: the fewer partitions win, and one partition is the one-pass kernel.
   run("plan_adaptive_one_wave_h200", [] {
+    pa_decode_args a = validArgs();
+    a.num_seqs = 64;
+    a.max_seq_len = 2048;
+    pa_status st;
+    pa_plan p = planOn(kH200, {Spec()}, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(p.partition_tokens, 2048);
+    CHECK_EQ(p.num_partitions, 1);
+    CHECK_EQ(p.one_pass, 1);
+    CHECK_DIM3(p.grid, 1, 8, 64);
+    CHECK_EQ(p.resident_programs, 0); // no driver: unknown
+  });
+
+  // 64 seqs x 4096: one partition of 4096 would be one wave, but partitions
+  // hold at most 2048 tokens (a ragged batch's tail): 2 of 2048.
+  run("plan_adaptive_token_cap", [] {
     pa_decode_args a = validArgs();
     a.num_seqs = 64;
     a.max_seq_len = 4096;
     pa_status st;
     pa_plan p = planOn(kH200, {Spec()}, a, st);
     CHECK_OK(st);
-    CHECK_EQ(p.partition_tokens, 4096);
-    CHECK_EQ(p.num_partitions, 1);
-    CHECK_EQ(p.one_pass, 1);
-    CHECK_DIM3(p.grid, 1, 8, 64);
-    CHECK_EQ(p.resident_programs, 0); // no driver: unknown
+    CHECK_EQ(p.partition_tokens, 2048);
+    CHECK_EQ(p.num_partitions, 2);
+    CHECK_EQ(p.one_pass, 0);
+    CHECK_DIM3(p.grid, 2, 8, 64);
   });
 
   // 8 seqs x 4096 (64 programs per partition): on 132 SMs (528 slots) 8
@@ -453,9 +468,9 @@ void planTests() {
     CHECK_DIM3(p.grid, 5, 8, 8);
   });
 
-  // 8 seqs x 32768 with 64 workspace partitions: 8 partitions of 4096 fill
-  // 0.97 of a wave; every larger count costs more than 5 % over the least
-  // (16 of 2048: 1.94 waves).
+  // 8 seqs x 32768 with 64 workspace partitions: partitions of at most
+  // 2048 tokens, so 16 at least; 16 of 2048 (1.94 waves, cost 4097) beat 24
+  // of 1408 (2.91 waves, 4283) and 32 of 1024 (3.88 waves, 4221).
   run("plan_adaptive_long_context", [] {
     pa_decode_args a = validArgs();
     a.num_seqs = 8;
@@ -463,11 +478,11 @@ void planTests() {
     pa_status st;
     pa_plan p = planOn(kH200, {Spec()}, a, st);
     CHECK_OK(st);
-    CHECK_EQ(p.partition_tokens, 4096);
-    CHECK_EQ(p.num_partitions, 8);
-    CHECK_DIM3(p.grid, 8, 8, 8);
-    // Up to 8 partitions: each reduce program serves four heads.
-    CHECK_DIM3(p.reduce_grid, 8, 8, 1);
+    CHECK_EQ(p.partition_tokens, 2048);
+    CHECK_EQ(p.num_partitions, 16);
+    CHECK_DIM3(p.grid, 16, 8, 8);
+    // 9 to 16 partitions: each reduce program serves two heads.
+    CHECK_DIM3(p.reduce_grid, 16, 8, 1);
   });
 
   // Warps count twice: a 2-warp bundle gets partitions of 64 tokens per warp
@@ -685,11 +700,12 @@ void planTests() {
     pa_decode_args a = validArgs();
     a.max_seq_len = 32768;
     int32_t tokens = 0, parts = 0;
-    // 2112 programs per partition are 4 waves already: one partition.
+    // 2112 programs per partition are 4 waves already: the longest
+    // partitions allowed, 16 of 2048.
     CHECK_OK(planPartitions(kH200, d, a, /*programsPerPartition=*/2112, tokens,
                             parts));
-    CHECK_EQ(parts, 1);
-    CHECK_EQ(tokens, 32768);
+    CHECK_EQ(parts, 16);
+    CHECK_EQ(tokens, 2048);
     // 8 programs: even 64 partitions fill 0.97 of a wave; the most win.
     CHECK_OK(planPartitions(kH200, d, a, 8, tokens, parts));
     CHECK_EQ(parts, 64);
