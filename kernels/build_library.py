@@ -58,7 +58,8 @@ def build_one(pa_opt, out, v, chip, extra=""):
         f.write(variant_mlir(v))
         src = f.name
     try:
-        opts = f"chip={chip} heads-per-program={v['heads_per_program']} export-dir={out} {extra}"
+        opts = (f"chip={chip} heads-per-program={v['heads_per_program']} "
+                f"warps={variants.warps(v, chip)} export-dir={out} {extra}")
         r = subprocess.run([pa_opt, src, f"-paged-attn-to-ptx={opts}", "-o", os.devnull],
                            capture_output=True, text=True)
         return v, chip, r.returncode, r.stderr

@@ -68,8 +68,19 @@ def tiles(dtype, head_size, chip, cache=None):
     if (cache or dtype) in FP8_CACHES:
         return [1, 4]
     if uses_wmma(dtype, chip, head_size, 8, cache):
-        return [1, 2, 8]
+        return [1, 2, 4, 8] if head_size == 64 else [1, 2, 8]
     return [1, 2, 4, 8] if dtype == "f32" and head_size <= 128 else [1, 2, 4]
+
+
+def warps(v, chip):
+    """Warps per partition program: 4 (the pass's default), but 2 for the
+    SIMT 4-head tile of f16 at head size 64 on sm_7x (the wmma keys), whose
+    programs hold 249 registers per thread: two warps let four programs
+    share an SM (docs/performance.md, 2026-12-06)."""
+    if (uses_wmma(v["dtype"], chip, v["head_size"], 8, v.get("cache")) and
+            v["head_size"] == 64 and v["heads_per_program"] == 4):
+        return 2
+    return 4
 
 
 def name(v, chip):
@@ -80,6 +91,8 @@ def name(v, chip):
     tmp = v.get("tmp_dtype", "f32")
     if tmp != "f32":
         n += f"_tmp{tmp}"
+    if warps(v, chip) != 4:
+        n += f"_w{warps(v, chip)}"
     if v.get("ext"):
         n += "_ext"
     if uses_wmma(v["dtype"], chip, v["head_size"], v["heads_per_program"], v.get("cache")):
