@@ -14,6 +14,8 @@ Usage (a CUDA GPU with torch; PYTHONPATH=runtime/python, PA_KERNEL_LIBRARY):
                                         window against the plain call
   scripts/bench.py --fp8                fp8 KV caches (e4m3, e5m2) against the 16-bit
                                         cache of the same values
+  scripts/bench.py --partitions         every partition count forced (fixed grid) against
+                                        the adaptive rule's choice, per config
   options: --dtype float16|bfloat16, --seed PATH (the seed's file), --json FILE
 
 Bandwidth = bytes of K and V the contexts hold / median time.
@@ -26,7 +28,7 @@ import sys
 
 import torch
 
-from paged_attn import paged_attention_v2
+from paged_attn import _checks, ops, paged_attention_v2
 
 try:
     import triton
@@ -305,6 +307,69 @@ def fp8(dtype, copy_tbs, rows, names):
         torch.cuda.empty_cache()
 
 
+PARTITION_COUNTS = [1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64]
+
+
+def partitions(dtype, copy_tbs, rows, names):
+    """The partition study: for each config, the adaptive rule's call, then
+    every count p of PARTITION_COUNTS (partitions of at least 256 tokens)
+    forced through the fixed grid with partitions of roundup(ceil(L / p), 64)
+    tokens. Each launch is checked against the float32 reference first.
+    TB/s; the best count is marked."""
+    print(f"\n{'config':20} {'call':10} {'p':>3} {'tokens':>6} {'TB/s':>7} {'ms':>8}")
+    for name in names:
+        seqs, heads, kvh, d, bs, spec = CONFIGS[name]
+        lens = lengths(spec, seqs, 3)
+        q, kc, vc, bt, sl = make_case(seqs, heads, kvh, d, bs, lens, dtype, 3)
+        scale, max_len = 1 / math.sqrt(d), max(lens)
+        kv = sum(lens) * kvh * d * 2 * q.element_size()
+        ref = reference(q, kc, vc, bt, sl, scale)
+        most = max(c for c in PARTITION_COUNTS if c == 1 or max_len // c >= 256)
+        out = torch.empty_like(q)
+        # The workspace holds the most partitions forced; each forced call
+        # uses its first p (the kernels index it with max_num_partitions).
+        es = torch.empty(seqs, heads, max(most, -(-max_len // 512)), device="cuda")
+        ml, tmp = torch.empty_like(es), torch.empty(*es.shape, d, device="cuda")
+        stream = torch.cuda.current_stream().cuda_stream
+        results = []
+        for p in [None] + [c for c in PARTITION_COUNTS if c <= most]:
+            c = _checks.check_call(out, es, ml, tmp, q, kc, vc, kvh, scale, bt, sl, bs,
+                                   max_len, None, "auto", 1.0, 1.0, {}, p is not None, None,
+                                   None)
+            a = ops._decode_args(c)
+            if p is not None:  # the fixed grid, p partitions of exactly this size
+                a.max_num_partitions = p
+                a.partition_size = -(-(-(-max_len // p)) // 64) * 64
+            ctx = ops._context(c.device_index)
+            try:
+                plan = ctx.plan(a)
+            except Exception as e:  # noqa: BLE001 - a count the variant refuses
+                print(f"{name:20} {'p=%d' % p:10} refused: {e}")
+                continue
+            call = lambda: ctx.decode(a, stream)
+            out.fill_(float("nan"))
+            call()
+            torch.cuda.synchronize()
+            err = ((out.float() - ref).norm() / ref.norm()).item()
+            label = "adaptive" if p is None else "forced"
+            if not math.isfinite(err) or err > 2e-2:
+                print(f"{name:20} {label:10} p={plan['num_partitions']} WRONG (rel err {err:.2e})")
+                continue
+            t = median_ms(call, rep_ms=50)
+            results.append((kv / t / 1e9, label, plan["num_partitions"], plan["partition_tokens"], t))
+            rows.append({"config": name, "call": label, "partitions": plan["num_partitions"],
+                         "partition_tokens": plan["partition_tokens"], "ms": t,
+                         "TBps": kv / t / 1e9, "err": err,
+                         "resident_programs": plan.get("resident_programs")})
+        best = max(r[0] for r in results if r[1] == "forced") if results else 0
+        for tbs, label, parts, tokens, t in results:
+            mark = "  best" if label == "forced" and tbs == best else ""
+            print(f"{name:20} {label:10} {parts:3} {tokens:6} {tbs:7.3f} {t:8.4f}{mark}",
+                  flush=True)
+        del q, kc, vc, bt, sl, ref, out, es, ml, tmp
+        torch.cuda.empty_cache()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", action="append", default=[])
@@ -314,6 +379,7 @@ def main():
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--features", action="store_true")
     ap.add_argument("--fp8", action="store_true")
+    ap.add_argument("--partitions", action="store_true")
     ap.add_argument("--sweep-max-gb", type=float, default=4.0)
     ap.add_argument("--json", default="")
     a = ap.parse_args()
@@ -334,6 +400,9 @@ def main():
         sweep(dtype, copy_tbs, rows, a.sweep_max_gb)
     elif a.features:
         features(dtype, copy_tbs, rows)
+    elif a.partitions:
+        partitions(dtype, copy_tbs, rows, a.configs.split(",") if a.configs else
+                   [n for n in CONFIGS if n != "gqa-b1-L512"])
     elif a.fp8:
         fp8(dtype, copy_tbs, rows, a.configs.split(",") if a.configs else
             [n for n in CONFIGS if n != "gqa-b1-L512"])
