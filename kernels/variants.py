@@ -8,14 +8,15 @@ Which partition kernel a variant gets follows the planning rule of
 convert-paged-attn-to-gpu (KernelPlan.cpp): from sm_80, f16 and bf16 use the
 tensor-core kernel (tiles of 8 or 16 query heads, n8 blocks of the mma);
 on sm_70, f16 at head sizes 64, 96 and 128 uses the wmma kernel for its
-8-head tile and the SIMT kernel for tiles 1 and 2; the other sm_70 keys
+8-head tile and the SIMT kernel for tiles 1 and 2 (and 4 at head size 64,
+with 2 warps per program: warps()); the other sm_70 keys
 and f32 caches use the SIMT kernel (tiles 1, 2, 4, and 8 for f32 up to head
 size 128); fp8 caches use the tensor cores from sm_89 with f16 queries,
 else the SIMT kernel (tiles 1 and 4).
 
 * library:  what the build packages for the runtime: every dtype x head size
             x block size x tile x tmp_output dtype, each lean and _ext
-            (ALiBi / soft cap), and the fp8 caches (fp8()): 1164 sm_70,
+            (ALiBi / soft cap), and the fp8 caches (fp8()): 1176 sm_70,
             444 sm_80, 912 sm_90 bundles.
 * covering: a smaller set in which every value of every dimension appears,
             with the corner pairs — what CI assembles with ptxas.
@@ -59,7 +60,9 @@ def uses_wmma(dtype, chip, head_size, tile, cache=None):
 def tiles(dtype, head_size, chip, cache=None):
     """GQA tiles compiled for a chip. Tensor cores: 8 heads (one n8 block),
     16 up to head size 128. wmma (sm_7x, f16, head sizes 64, 96 and 128): 8
-    heads for groups of 3 or more, SIMT tiles 1 and 2 below. SIMT: the
+    heads for groups of 3 or more, SIMT tiles 1 and 2 below; at head size 64
+    also the SIMT 4-head tile (2 warps), so that groups of 3 and 4 do not
+    run the 8-head tile half masked. SIMT: the
     register budget allows 8 heads per program for f32 up to head size 128,
     4 otherwise; fp8 caches get 1 and 4 (a group of 2 runs the 4-head tile
     with two heads masked)."""
@@ -144,6 +147,12 @@ def covering(chip):
     for t in DTYPES:
         for h in tiles(t, 128, chip):
             out.append(dict(dtype=t, head_size=128, block_size=16, heads_per_program=h))
+    # Every tile at head size 64 in f16 (sm_7x: the 2-warp SIMT 4-head
+    # tile), lean and _ext.
+    for h in tiles("f16", 64, chip):
+        for ext in (False, True):
+            out.append(dict(dtype="f16", head_size=64, block_size=16, heads_per_program=h,
+                            ext=ext))
     # tmp_output in the query's 16-bit type, at a small and a large head size.
     for t, d in itertools.product(["f16", "bf16"], [64, 256]):
         out.append(dict(dtype=t, head_size=d, block_size=16, heads_per_program=small(t, d),
