@@ -78,8 +78,8 @@ def tiles(dtype, head_size, chip, cache=None):
 def warps(v, chip):
     """Warps per partition program: 4 (the pass's default), but 2 for the
     SIMT 4-head tile of f16 at head size 64 on sm_7x (the wmma keys), whose
-    programs hold 249 registers per thread: two warps let four programs
-    share an SM (docs/performance.md, 2026-12-06)."""
+    programs hold 218-227 registers per thread (ptxas 11.8, sm_70): two
+    warps let four programs share an SM (docs/performance.md, 2026-12-06)."""
     if (uses_wmma(v["dtype"], chip, v["head_size"], 8, v.get("cache")) and
             v["head_size"] == 64 and v["heads_per_program"] == 4):
         return 2
