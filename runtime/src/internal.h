@@ -260,9 +260,16 @@ bool servesFeatures(const BundleDesc &d, const VariantKey &key);
 /// matching dtype, cache_dtype, tmp_dtype, head_size and block_size that
 /// serve the features and run on `device`: the newest chip, then the
 /// smallest heads_per_program that covers the group, else the largest one,
-/// then the lean (non-_ext) kernel; remaining ties go to the first loaded.
+/// then the lean (non-_ext) kernel, then the fewest warps per program;
+/// remaining ties go to the first loaded.
 int selectVariant(const std::vector<BundleDesc> &descs,
                   const DeviceInfo &device, const VariantKey &key);
+/// The wide twin of descs[narrow] for `key`: the bundle with the most warps
+/// per program, more than descs[narrow]'s, that is otherwise the same
+/// kernel (dtype, cache, tmp dtype, head and block size, chip, tile and
+/// partition parameters); -1 when there is none.
+int wideTwin(const std::vector<BundleDesc> &descs, const DeviceInfo &device,
+             const VariantKey &key, int narrow);
 
 /// Programs per KV head for a group: ceil(group_size / heads_per_program).
 inline int64_t tilesPerKvHead(int64_t groupSize, int64_t headsPerProgram) {

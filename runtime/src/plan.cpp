@@ -198,29 +198,18 @@ static pa_status unsupported(const std::vector<BundleDesc> &variants,
   return status;
 }
 
-pa_status planDecode(const DeviceInfo &device,
-                     const std::vector<BundleDesc> &variants,
-                     const pa_decode_args &args, bool checkPointers,
-                     DecodePlan &plan) {
-  plan = DecodePlan();
-  PA_RETURN_IF_ERROR(checkDecodeArgs(args));
-  if (checkPointers)
-    PA_RETURN_IF_ERROR(checkDecodePointers(args, /*needWorkspace=*/false));
-
-  VariantKey key{args.dtype, args.tmp_dtype, args.head_size, args.block_size,
-                 args.num_heads / args.num_kv_heads,
-                 args.alibi_slopes != 0 || args.logits_soft_cap > 0.0f,
-                 args.sliding_window > 0, callCacheType(args)};
-  int index = selectVariant(variants, device, key);
-  if (index < 0)
-    return unsupported(variants, key);
+/// The plan of `args` on variants[index]: the partition rule and the grids.
+/// `programs` gets the partition kernel's programs (all partitions).
+static pa_status planOn(const DeviceInfo &device,
+                        const std::vector<BundleDesc> &variants, int index,
+                        const pa_decode_args &args, int groupSize,
+                        DecodePlan &plan, int64_t &programs) {
   const BundleDesc &v = variants[index];
-
   GridEnv env;
   env.set(GridSym::NumSeqs, args.num_seqs);
   env.set(GridSym::NumHeads, args.num_heads);
   env.set(GridSym::NumKvHeads, args.num_kv_heads);
-  env.set(GridSym::GroupSize, key.groupSize);
+  env.set(GridSym::GroupSize, groupSize);
   env.set(GridSym::HeadsPerProgram, v.headsPerProgram);
   env.set(GridSym::MaxNumPartitions, args.max_num_partitions);
   env.set(GridSym::HeadSize, args.head_size);
@@ -240,8 +229,9 @@ pa_status planDecode(const DeviceInfo &device,
 
   PA_RETURN_IF_ERROR(planPartitions(device, v, args, programsPerPartition,
                                     plan.partitionTokens, plan.numPartitions));
+  programs = programsPerPartition * plan.numPartitions;
   plan.variant = index;
-  plan.groupSize = key.groupSize;
+  plan.groupSize = groupSize;
   plan.onePass = plan.numPartitions == 1 && v.hasOnePass();
   env.set(GridSym::NumPartitions, plan.numPartitions);
   env.set(GridSym::PartitionTokens, plan.partitionTokens);
@@ -255,6 +245,46 @@ pa_status planDecode(const DeviceInfo &device,
     plan.reduceBlock[0] = unsigned(v.kernel(Role::Reduce).threads);
     plan.reduceBlock[1] = plan.reduceBlock[2] = 1;
   }
+  return okStatus();
+}
+
+pa_status planDecode(const DeviceInfo &device,
+                     const std::vector<BundleDesc> &variants,
+                     const pa_decode_args &args, bool checkPointers,
+                     DecodePlan &plan) {
+  plan = DecodePlan();
+  PA_RETURN_IF_ERROR(checkDecodeArgs(args));
+  if (checkPointers)
+    PA_RETURN_IF_ERROR(checkDecodePointers(args, /*needWorkspace=*/false));
+
+  VariantKey key{args.dtype, args.tmp_dtype, args.head_size, args.block_size,
+                 args.num_heads / args.num_kv_heads,
+                 args.alibi_slopes != 0 || args.logits_soft_cap > 0.0f,
+                 args.sliding_window > 0, callCacheType(args)};
+  int index = selectVariant(variants, device, key);
+  if (index < 0)
+    return unsupported(variants, key);
+
+  // A grid the wide twin (more warps per program, the same kernel) holds in
+  // one wave runs it: a small grid leaves SMs idle, and more warps per
+  // program keep more bytes in flight on the SMs it has. Larger grids keep
+  // the default width (docs/runtime.md).
+  int wide = wideTwin(variants, device, key, index);
+  if (wide >= 0) {
+    DecodePlan widePlan;
+    int64_t programs = 0;
+    if (isOk(planOn(device, variants, wide, args, key.groupSize, widePlan,
+                    programs)) &&
+        programs <= adaptiveSlots(device, variants[wide])) {
+      plan = widePlan;
+      if (checkPointers)
+        PA_RETURN_IF_ERROR(checkDecodePointers(args, !plan.onePass));
+      return okStatus();
+    }
+  }
+  int64_t programs = 0;
+  PA_RETURN_IF_ERROR(
+      planOn(device, variants, index, args, key.groupSize, plan, programs));
   if (checkPointers)
     PA_RETURN_IF_ERROR(checkDecodePointers(args, !plan.onePass));
   return okStatus();

@@ -9,8 +9,11 @@
 // sm_70 bundles run everywhere through the driver's JIT but on CUDA cores);
 // within one chip the tile is chosen so that one program covers a whole KV
 // head's group when some tile can (K/V read once per KV head), else the
-// largest tile (fewest re-reads). Bundles for a chip newer than the device are refused when
-// loaded.
+// largest tile (fewest re-reads); then the lean kernel, then the fewest
+// warps per program. A bundle may have a wide twin (the same kernel with
+// more warps per program): planDecode launches it for grids of less than
+// one wave (wideTwin). Bundles for a chip newer than the device are refused
+// when loaded.
 //
 //===----------------------------------------------------------------------===//
 
@@ -109,7 +112,31 @@ int selectVariant(const std::vector<BundleDesc> &descs,
       // The lean kernel where the call needs no ALiBi or soft cap: fewer
       // registers, more programs per SM.
       best = int(i);
+    } else if (b.takes(ParamId::AlibiSlopes) ==
+                   d.takes(ParamId::AlibiSlopes) &&
+               d.warps < b.warps) {
+      // The default width; a wider twin is planDecode's choice (wideTwin).
+      best = int(i);
     }
+  }
+  return best;
+}
+
+int wideTwin(const std::vector<BundleDesc> &descs, const DeviceInfo &device,
+             const VariantKey &key, int narrow) {
+  const BundleDesc &n = descs[narrow];
+  int best = -1;
+  for (size_t i = 0; i < descs.size(); ++i) {
+    const BundleDesc &d = descs[i];
+    if (d.dtype != n.dtype || d.cacheDtype != n.cacheDtype ||
+        d.tmpDtype != n.tmpDtype || d.headSize != n.headSize ||
+        d.blockSize != n.blockSize || d.chip != n.chip ||
+        d.headsPerProgram != n.headsPerProgram ||
+        d.kernel(Role::Partition).params != n.kernel(Role::Partition).params ||
+        d.warps <= (best < 0 ? n.warps : descs[best].warps) ||
+        !servesFeatures(d, key) || !isOk(checkChip(d, device)))
+      continue;
+    best = int(i);
   }
   return best;
 }

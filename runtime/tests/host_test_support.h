@@ -166,7 +166,8 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
       "heads_per_program " + h,
       "warps " + std::to_string(s.warps),
       "token_step " + std::to_string(s.step),
-      "kernel partition pa_" + s.name + "_partition threads 128 smem 8448",
+      "kernel partition pa_" + s.name + "_partition threads " +
+          std::to_string(32 * s.warps) + " smem 8448",
       "kernel reduce pa_" + s.name + "_reduce threads 128 smem 0",
       "params partition query key_cache value_cache block_tables seq_lens "
       "output exp_sums max_logits tmp_output scale max_blocks_per_seq "
@@ -184,7 +185,8 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
   };
   if (s.onePass) {
     lines.push_back("kernel onepass pa_" + s.name +
-                    "_onepass threads 128 smem 8448");
+                    "_onepass threads " + std::to_string(32 * s.warps) +
+                    " smem 8448");
     lines.push_back(
         "params onepass query key_cache value_cache block_tables seq_lens "
         "output exp_sums max_logits tmp_output scale max_blocks_per_seq "

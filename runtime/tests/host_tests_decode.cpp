@@ -677,6 +677,119 @@ void planTests() {
     }
   });
 
+  // A wide twin (the same kernel with 8 warps per program) runs the grids
+  // it holds in one wave, re-planned for its width; larger grids run the
+  // default width. Host contexts: 16 warps per SM, so 264 slots of 8-warp
+  // programs on 132 SMs (528 of 4 warps).
+  auto twins = [] {
+    Spec narrow, wide;
+    narrow.chip = wide.chip = "sm_90";
+    narrow.tile = wide.tile = 8;
+    narrow.name = "f16_d128_b16_h8_mma_sm90";
+    wide.name = "f16_d128_b16_h8_w8_mma_sm90";
+    wide.warps = 8;
+    return std::vector<Spec>{wide, narrow}; // load order must not matter
+  };
+  run("plan_wide_twin_small_grid", [twins] {
+    pa_decode_args a = validArgs();
+    a.num_seqs = 1;
+    a.max_seq_len = 512;
+    a.max_num_partitions = 1; // batch 1, one partition of 512: 8 programs
+    pa_status st;
+    pa_plan p = planOn(kH200, twins(), a, st);
+    CHECK_OK(st);
+    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h8_w8_mma_sm90"));
+    CHECK_EQ(p.one_pass, 1);
+    CHECK_DIM3(p.grid, 1, 8, 1);
+    CHECK_DIM3(p.block, 256, 1, 1);
+    // Fixed grid: the same programs, whatever the lengths.
+    a.max_seq_len = 0;
+    p = planOn(kH200, twins(), a, st);
+    CHECK_OK(st);
+    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h8_w8_mma_sm90"));
+  });
+  run("plan_wide_twin_one_wave_boundary", [twins] {
+    pa_decode_args a = validArgs();
+    a.max_seq_len = 512;
+    a.num_seqs = 33; // 33 x 8 = 264 programs: one wave of 8-warp programs
+    pa_status st;
+    pa_plan p = planOn(kH200, twins(), a, st);
+    CHECK_OK(st);
+    CHECK_DIM3(p.block, 256, 1, 1);
+    a.num_seqs = 34; // 272: more than a wave, the default width
+    p = planOn(kH200, twins(), a, st);
+    CHECK_OK(st);
+    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h8_mma_sm90"));
+    CHECK_DIM3(p.block, 128, 1, 1);
+    // gqa-b64-L4096: 512 programs per partition, the default width.
+    a.num_seqs = 64;
+    a.max_seq_len = 4096;
+    p = planOn(kH200, twins(), a, st);
+    CHECK_OK(st);
+    CHECK_DIM3(p.block, 128, 1, 1);
+    CHECK_EQ(p.num_partitions, 2);
+  });
+  // One sequence of 32768 tokens, 8 programs per partition: 4-warp programs
+  // take 64 partitions of 512 (0.97 of a wave); 8-warp ones at least 512
+  // tokens (64 per warp), 32 of 1024 (256 programs, one wave), which is
+  // what runs.
+  run("plan_wide_twin_replans", [twins] {
+    pa_decode_args a = validArgs();
+    a.num_seqs = 1;
+    a.max_seq_len = 32768;
+    pa_status st;
+    pa_plan p = planOn(kH200, twins(), a, st);
+    CHECK_OK(st);
+    CHECK_DIM3(p.block, 256, 1, 1);
+    CHECK_EQ(p.num_partitions, 32);
+    CHECK_EQ(p.partition_tokens, 1024);
+    CHECK_DIM3(p.grid, 32, 8, 1);
+    // 8 x 4096 (64 programs per partition): 4 partitions of 1024 are 256
+    // programs, one wave of 8-warp ones (4-warp ones: 8 of 512).
+    a.num_seqs = 8;
+    a.max_seq_len = 4096;
+    p = planOn(kH200, twins(), a, st);
+    CHECK_OK(st);
+    CHECK_DIM3(p.block, 256, 1, 1);
+    CHECK_EQ(p.num_partitions, 4);
+    CHECK_EQ(p.partition_tokens, 1024);
+  });
+  // The driver's occupancy sizes the wave: one resident 8-warp program per
+  // SM is 132 slots, fewer than 33 x 8 programs.
+  run("plan_wide_twin_driver_occupancy", [twins] {
+    std::vector<BundleDesc> descs;
+    for (const Spec &s : twins())
+      descs.push_back(descFor(s));
+    descs[0].residentPrograms = 1;
+    descs[1].residentPrograms = 4;
+    pa_decode_args a = validArgs();
+    a.max_seq_len = 512;
+    a.num_seqs = 16; // 128 programs
+    DecodePlan plan;
+    CHECK_OK(planDecode(kH200, descs, a, true, plan));
+    CHECK_EQ(plan.variant, 0);
+    a.num_seqs = 33;
+    CHECK_OK(planDecode(kH200, descs, a, true, plan));
+    CHECK_EQ(plan.variant, 1);
+  });
+  // Only a kernel with the same parameters is a twin: a wide _ext bundle
+  // does not serve a plain call's small grid, and serves an ALiBi call.
+  run("plan_wide_twin_same_features_only", [twins] {
+    std::vector<Spec> specs = twins();
+    specs[0].features = kExtFeatures;
+    pa_decode_args a = validArgs();
+    a.num_seqs = 1;
+    a.max_seq_len = 512;
+    pa_status st;
+    pa_plan p = planOn(kH200, specs, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h8_mma_sm90"));
+    a.alibi_slopes = 0x7000;
+    p = planOn(kH200, specs, a, st);
+    CHECK_OK(st);
+    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h8_w8_mma_sm90"));
+  });
+
   run("plan_internal_matches_public", [] {
     pa_decode_args a = validArgs();
     a.num_seqs = 16;
