@@ -76,10 +76,13 @@ def tiles(dtype, head_size, chip, cache=None):
 
 
 def warps(v, chip):
-    """Warps per partition program: 4 (the pass's default), but 2 for the
+    """Warps per partition program: a wide twin's own count (see
+    wide_twins); else 4 (the pass's default), but 2 for the
     SIMT 4-head tile of f16 at head size 64 on sm_7x (the wmma keys), whose
     programs hold 218-227 registers per thread (ptxas 11.8, sm_70): two
     warps let four programs share an SM (docs/performance.md, 2026-12-06)."""
+    if "warps" in v:
+        return v["warps"]
     if (uses_wmma(v["dtype"], chip, v["head_size"], 8, v.get("cache")) and
             v["head_size"] == 64 and v["heads_per_program"] == 4):
         return 2
@@ -103,6 +106,31 @@ def name(v, chip):
     return n + "_mma" if uses_mma(v["dtype"], chip, v.get("cache")) else n
 
 
+#: Warps per program of a wide twin, and the chips that get them.
+WIDE_WARPS = 8
+WIDE_CHIPS = ["sm_90"]
+
+
+def wide_twins(variants, chip):
+    """The 8-warp twins of a chip's tensor-core variants of 16-bit caches:
+    the runtime launches a twin for grids it holds in one wave (a small
+    batch), where twice the warps per program keep twice the bytes in
+    flight on the SMs the grid has. Measured on the H100 (2026-12-06):
+    batch 1 17.5 -> 12.7 us; full grids keep the 4-warp kernel (the 8-warp
+    one was within -1.4 % to +1.5 % there). sm_90 only: the sm_80 twins
+    lost 4-7 % on full grids, and sm_7x ones need 86 KB of shared memory.
+    Only the 8-head tile up to head size 128: its 8-warp programs need
+    28-45 KB of workgroup memory; the 16-head tile and head sizes 192 and
+    256 need 57-90 KB, past the 48 KB of static shared memory ptxas allows
+    a kernel ("uses too much shared data (..., 0xc000 max)")."""
+    if chip not in WIDE_CHIPS:
+        return []
+    return [dict(v, warps=WIDE_WARPS) for v in variants
+            if uses_mma(v["dtype"], chip, v.get("cache")) and
+            v.get("cache", v["dtype"]) == v["dtype"] and "warps" not in v and
+            v["heads_per_program"] == 8 and v["head_size"] <= 128]
+
+
 def full(chip):
     """Every dtype x head size x block size x tile, with tmp_output in f32;
     the 16-bit dtypes also with tmp_output in their own type (the seed's
@@ -115,6 +143,7 @@ def full(chip):
                 for ext in (False, True):
                     out.append(dict(dtype=t, head_size=d, block_size=b, heads_per_program=h,
                                     tmp_dtype=tmp, ext=ext))
+    out += wide_twins(out, chip)
     if chip in FP8_CHIPS:
         out += fp8(chip)
     return out
@@ -175,6 +204,11 @@ def covering(chip):
         out.append(dict(dtype="f16", cache="f8E4M3FN", head_size=128, block_size=16,
                         heads_per_program=max(tiles("f16", 128, chip, "f8E4M3FN")),
                         tmp_dtype="f16"))
+    # The wide twin (its chips) of every variant above that has one, and
+    # _ext twins at the other block sizes.
+    out += wide_twins(out, chip)
+    out += wide_twins([dict(dtype=t, head_size=128, block_size=b, heads_per_program=8, ext=True)
+                       for t, b in itertools.product(["f16", "bf16"], [8, 32])], chip)
     seen, uniq = set(), []
     for v in out:
         if name(v, chip) not in seen:
