@@ -118,7 +118,7 @@ def wide_twins(variants, chip):
     flight on the SMs the grid has. Measured on the H100 (2026-12-06):
     batch 1 17.5 -> 12.7 us; full grids keep the 4-warp kernel (the 8-warp
     one was within -1.4 % to +1.5 % there). sm_90 only: the sm_80 twins
-    lost 4-7 % on full grids, and sm_7x ones need 86 KB of shared memory.
+    lost up to 7 % on full grids, and sm_7x ones need 86 KB of shared memory.
     Only the 8-head tile up to head size 128: its 8-warp programs need
     28-45 KB of workgroup memory; the 16-head tile and head sizes 192 and
     256 need 57-90 KB, past the 48 KB of static shared memory ptxas allows
