@@ -153,6 +153,7 @@ static void dropVariantsFrom(pa_context &ctx, size_t from) {
   }
   ctx.modules.resize(std::min(from, ctx.modules.size()));
   ctx.variants.resize(std::min(from, ctx.variants.size()));
+  linkWideTwins(ctx.variants);
 }
 
 /// Loads one bundle. With `skipNewer`, a bundle for a newer chip is skipped
@@ -184,6 +185,7 @@ static pa_status loadBundle(pa_context &ctx, const std::string &path,
     PA_RETURN_IF_ERROR(loadModule(ctx, desc, ptx, module));
   ctx.variants.push_back(std::move(desc));
   ctx.modules.push_back(module);
+  linkWideTwin(ctx.variants, ctx.variants.size() - 1);
   return okStatus();
 }
 

@@ -196,6 +196,10 @@ struct BundleDesc {
   /// driver's occupancy of the JIT-compiled partition kernel, set when the
   /// bundle is loaded. 0 where unknown (host contexts load no PTX).
   int residentPrograms = 0;
+  /// The loaded bundle that is this kernel with the most warps per program,
+  /// more than its own, or -1 (linkWideTwin): planDecode runs it for grids
+  /// it holds in one wave.
+  int wideTwin = -1;
 
   const KernelDesc &kernel(Role role) const { return kernels[int(role)]; }
   bool hasOnePass() const { return kernel(Role::OnePass).present; }
@@ -264,12 +268,14 @@ bool servesFeatures(const BundleDesc &d, const VariantKey &key);
 /// remaining ties go to the first loaded.
 int selectVariant(const std::vector<BundleDesc> &descs,
                   const DeviceInfo &device, const VariantKey &key);
-/// The wide twin of descs[narrow] for `key`: the bundle with the most warps
-/// per program, more than descs[narrow]'s, that is otherwise the same
-/// kernel (dtype, cache, tmp dtype, head and block size, chip, tile and
-/// partition parameters); -1 when there is none.
-int wideTwin(const std::vector<BundleDesc> &descs, const DeviceInfo &device,
-             const VariantKey &key, int narrow);
+/// Links descs[added] with its wide twins: it gets the index of the bundle
+/// with the most warps per program, more than its own, that is otherwise
+/// the same kernel (keys, chip, tile, every kernel's parameters), and each
+/// such bundle with fewer warps gets `added` if it is wider than their
+/// twin so far. Bundles load one at a time: O(descs) each.
+void linkWideTwin(std::vector<BundleDesc> &descs, size_t added);
+/// Every bundle's wideTwin anew (after bundles were unloaded).
+void linkWideTwins(std::vector<BundleDesc> &descs);
 
 /// Programs per KV head for a group: ceil(group_size / heads_per_program).
 inline int64_t tilesPerKvHead(int64_t groupSize, int64_t headsPerProgram) {

@@ -198,12 +198,14 @@ static pa_status unsupported(const std::vector<BundleDesc> &variants,
   return status;
 }
 
-/// The plan of `args` on variants[index]: the partition rule and the grids.
-/// `programs` gets the partition kernel's programs (all partitions).
+/// The plan of `args` on variants[index], from scratch: the partition rule
+/// and the grids. `programs` gets the partition kernel's programs (all
+/// partitions).
 static pa_status planOn(const DeviceInfo &device,
                         const std::vector<BundleDesc> &variants, int index,
                         const pa_decode_args &args, int groupSize,
                         DecodePlan &plan, int64_t &programs) {
+  plan = DecodePlan();
   const BundleDesc &v = variants[index];
   GridEnv env;
   env.set(GridSym::NumSeqs, args.num_seqs);
@@ -269,22 +271,14 @@ pa_status planDecode(const DeviceInfo &device,
   // one wave runs it: a small grid leaves SMs idle, and more warps per
   // program keep more bytes in flight on the SMs it has. Larger grids keep
   // the default width (docs/runtime.md).
-  int wide = wideTwin(variants, device, key, index);
-  if (wide >= 0) {
-    DecodePlan widePlan;
-    int64_t programs = 0;
-    if (isOk(planOn(device, variants, wide, args, key.groupSize, widePlan,
-                    programs)) &&
-        programs <= adaptiveSlots(device, variants[wide])) {
-      plan = widePlan;
-      if (checkPointers)
-        PA_RETURN_IF_ERROR(checkDecodePointers(args, !plan.onePass));
-      return okStatus();
-    }
-  }
+  const int wide = variants[index].wideTwin;
   int64_t programs = 0;
-  PA_RETURN_IF_ERROR(
-      planOn(device, variants, index, args, key.groupSize, plan, programs));
+  if (wide < 0 ||
+      !isOk(planOn(device, variants, wide, args, key.groupSize, plan,
+                   programs)) ||
+      programs > adaptiveSlots(device, variants[wide]))
+    PA_RETURN_IF_ERROR(
+        planOn(device, variants, index, args, key.groupSize, plan, programs));
   if (checkPointers)
     PA_RETURN_IF_ERROR(checkDecodePointers(args, !plan.onePass));
   return okStatus();

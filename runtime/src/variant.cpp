@@ -12,7 +12,7 @@
 // largest tile (fewest re-reads); then the lean kernel, then the fewest
 // warps per program. A bundle may have a wide twin (the same kernel with
 // more warps per program): planDecode launches it for grids of less than
-// one wave (wideTwin). Bundles for a chip newer than the device are refused
+// one wave (BundleDesc::wideTwin, linked when bundles load). Bundles for a chip newer than the device are refused
 // when loaded.
 //
 //===----------------------------------------------------------------------===//
@@ -115,30 +115,47 @@ int selectVariant(const std::vector<BundleDesc> &descs,
     } else if (b.takes(ParamId::AlibiSlopes) ==
                    d.takes(ParamId::AlibiSlopes) &&
                d.warps < b.warps) {
-      // The default width; a wider twin is planDecode's choice (wideTwin).
+      // The default width; a wider twin is planDecode's choice.
       best = int(i);
     }
   }
   return best;
 }
 
-int wideTwin(const std::vector<BundleDesc> &descs, const DeviceInfo &device,
-             const VariantKey &key, int narrow) {
-  const BundleDesc &n = descs[narrow];
-  int best = -1;
+/// Whether `a` and `b` are the same kernel but for the warps per program:
+/// the keys, chip, tile and every kernel's parameters.
+static bool sameKernel(const BundleDesc &a, const BundleDesc &b) {
+  if (a.dtype != b.dtype || a.cacheDtype != b.cacheDtype ||
+      a.tmpDtype != b.tmpDtype || a.headSize != b.headSize ||
+      a.blockSize != b.blockSize || a.headsPerProgram != b.headsPerProgram ||
+      a.chip != b.chip)
+    return false;
+  for (int r = 0; r < kNumRoles; ++r)
+    if (a.kernels[r].present != b.kernels[r].present ||
+        a.kernels[r].params != b.kernels[r].params)
+      return false;
+  return true;
+}
+
+void linkWideTwin(std::vector<BundleDesc> &descs, size_t added) {
+  BundleDesc &a = descs[added];
+  a.wideTwin = -1;
   for (size_t i = 0; i < descs.size(); ++i) {
-    const BundleDesc &d = descs[i];
-    if (d.dtype != n.dtype || d.cacheDtype != n.cacheDtype ||
-        d.tmpDtype != n.tmpDtype || d.headSize != n.headSize ||
-        d.blockSize != n.blockSize || d.chip != n.chip ||
-        d.headsPerProgram != n.headsPerProgram ||
-        d.kernel(Role::Partition).params != n.kernel(Role::Partition).params ||
-        d.warps <= (best < 0 ? n.warps : descs[best].warps) ||
-        !servesFeatures(d, key) || !isOk(checkChip(d, device)))
+    BundleDesc &d = descs[i];
+    if (i == added || d.warps == a.warps || !sameKernel(d, a))
       continue;
-    best = int(i);
+    BundleDesc &narrow = d.warps < a.warps ? d : a;
+    const int wide = d.warps < a.warps ? int(added) : int(i);
+    if (narrow.wideTwin < 0 || descs[wide].warps > descs[narrow.wideTwin].warps)
+      narrow.wideTwin = wide;
   }
-  return best;
+}
+
+void linkWideTwins(std::vector<BundleDesc> &descs) {
+  for (BundleDesc &d : descs)
+    d.wideTwin = -1;
+  for (size_t i = 0; i < descs.size(); ++i)
+    linkWideTwin(descs, i);
 }
 
 } // namespace pa

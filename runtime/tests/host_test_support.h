@@ -296,6 +296,7 @@ struct HostContext {
     for (const Spec &s : specs)
       ctx->variants.push_back(descFor(s));
     ctx->modules.resize(ctx->variants.size());
+    linkWideTwins(ctx->variants);
   }
   ~HostContext() { pa_context_destroy(ctx); }
 };

@@ -206,6 +206,39 @@ void loadingTests() {
     CHECK_EQ(h.ctx->variants[0].name, std::string("a_sm70")); // sorted
   });
 
+  // Loading links each bundle with its wide twin, in either load order.
+  run("load_links_wide_twins", [] {
+    Spec narrow, wide, w16;
+    narrow.name = "b_h8";
+    wide.name = "a_h8_w8"; // sorts first: loaded before its narrow bundle
+    wide.warps = 8;
+    w16.name = "c_h8_w16";
+    w16.warps = 16;
+    std::string dir = makeDir("lib_twins");
+    writeBundle(dir, narrow);
+    writeBundle(dir, wide);
+    HostContext h(kH200, {});
+    CHECK_OK(pa_context_load_library(h.ctx, dir.c_str()));
+    CHECK_EQ(h.ctx->variants[0].wideTwin, -1);
+    CHECK_EQ(h.ctx->variants[1].wideTwin, 0);
+    // A wider one loaded later becomes the twin of both narrower ones.
+    std::string more = makeDir("lib_twins_more");
+    writeBundle(more, w16);
+    CHECK_OK(pa_context_load_library(h.ctx, more.c_str()));
+    CHECK_EQ(h.ctx->variants[0].wideTwin, 2);
+    CHECK_EQ(h.ctx->variants[1].wideTwin, 2);
+    // A failed load unloads what it loaded, links included.
+    std::string bad = makeDir("lib_twins_bad");
+    Spec w32 = w16;
+    w32.name = "d_h8_w32";
+    w32.warps = 32;
+    writeBundle(bad, w32);
+    writeFile(bad + "/e_broken.manifest", "paged_attn-bundle 1\n");
+    CHECK(!isOk(pa_context_load_library(h.ctx, bad.c_str())));
+    CHECK_EQ(pa_context_num_variants(h.ctx), size_t(3));
+    CHECK_EQ(h.ctx->variants[1].wideTwin, 2);
+  });
+
   run("load_library_fp8_bundles", [] {
     std::string dir = makeDir("lib_fp8");
     writeBundle(dir, Spec());

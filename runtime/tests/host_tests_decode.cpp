@@ -760,6 +760,9 @@ void planTests() {
     std::vector<BundleDesc> descs;
     for (const Spec &s : twins())
       descs.push_back(descFor(s));
+    linkWideTwins(descs);
+    CHECK_EQ(descs[1].wideTwin, 0);
+    CHECK_EQ(descs[0].wideTwin, -1);
     descs[0].residentPrograms = 1;
     descs[1].residentPrograms = 4;
     pa_decode_args a = validArgs();
