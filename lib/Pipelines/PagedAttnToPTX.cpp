@@ -89,15 +89,31 @@ void mlir::paged_attn::buildPagedAttnToPTXPipeline(
   if (!options.exportDir.empty()) {
     PagedAttnExportBundleOptions exportOptions;
     exportOptions.outputDir = options.exportDir;
+    exportOptions.wideTwinOf = options.wideTwinOf;
     pm.addPass(createPagedAttnExportBundle(exportOptions));
   }
 }
 
 void mlir::paged_attn::registerPagedAttnPipelines() {
-  PassPipelineRegistration<PagedAttnToPTXOptions>(
+  // PassPipelineRegistration's own builder cannot refuse options; this one
+  // refuses a wide-twin-of that nothing would write.
+  registerPassPipeline(
       "paged-attn-to-ptx",
       "Lower decode_v2 (tensor or memref form) to PTX kernels: workspace, "
       "bufferization, convert-paged-attn-to-gpu, NVVM, gpu-module-to-binary, "
       "and optionally the runtime bundles",
-      buildPagedAttnToPTXPipeline);
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        PagedAttnToPTXOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        if (!options.wideTwinOf.empty() && options.exportDir.empty())
+          return errorHandler("paged-attn-to-ptx: wide-twin-of declares the "
+                              "exported bundles twins; it needs export-dir");
+        buildPagedAttnToPTXPipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+        optHandler(PagedAttnToPTXOptions());
+      });
 }

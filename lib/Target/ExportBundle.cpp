@@ -48,7 +48,7 @@ int64_t intOf(DictionaryAttr key, StringRef name) {
 
 /// Writes `<dir>/<bundle>.ptx` and `.manifest`; returns an error message.
 std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
-                        StringRef chip, StringRef ptx) {
+                        StringRef chip, StringRef ptx, StringRef twinOf) {
   std::string chipTag = chip.str();
   chipTag.erase(std::remove(chipTag.begin(), chipTag.end(), '_'),
                 chipTag.end()); // sm_70 -> sm70
@@ -83,6 +83,8 @@ std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
     << "heads_per_program " << intOf(key, "heads_per_program") << "\n"
     << "warps " << intOf(key, "warps") << "\n"
     << "token_step " << intOf(key, "token_step") << "\n";
+  if (!twinOf.empty())
+    m << "wide_twin_of " << twinOf << "_" << chipTag << "\n";
   for (StringRef role : {"partition", "onepass"})
     m << "kernel " << role << " " << variant << "_" << role << " threads "
       << threads << " smem " << smem << "\n";
@@ -140,7 +142,8 @@ struct ExportBundlePass
         }
         std::string err = writeBundle(outputDir, binary.getName(), key,
                                       target.getChip(),
-                                      object.getObject().getValue());
+                                      object.getObject().getValue(),
+                                      wideTwinOf);
         if (!err.empty()) {
           binary.emitError(err);
           return signalPassFailure();

@@ -53,6 +53,11 @@ struct PagedAttnToPTXOptions
       *this, "export-dir",
       llvm::cl::desc("If set, write each variant's PTX + manifest here"),
       llvm::cl::init("")};
+  PassOptions::Option<std::string> wideTwinOf{
+      *this, "wide-twin-of",
+      llvm::cl::desc("With export-dir: declare the bundles the wide twins of "
+                     "this variant (its name without the chip)"),
+      llvm::cl::init("")};
 };
 
 /// The lowest PTX ISA feature the kernels need on a chip ("+ptx61" for sm_70:

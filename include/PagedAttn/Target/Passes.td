@@ -14,11 +14,17 @@ def PagedAttnExportBundle : Pass<"paged-attn-export-bundle", "ModuleOp"> {
     `<output-dir>/<variant>_<chip>.ptx` and `<variant>_<chip>.manifest`,
     the bundle the runtime loads (docs/bundle-format.md: kernel names,
     parameter order, grid formulas, shared memory, variant key, chip). The
-    IR is left unchanged.
+    IR is left unchanged. With `wide-twin-of=V`, every manifest written also
+    says `wide_twin_of V_<chip>`: the bundle runs only as the wide twin of
+    variant V's bundle for the same chip (the kernel library's twins of
+    another kernel and tile; docs/runtime.md).
   }];
   let options = [
     Option<"outputDir", "output-dir", "std::string", /*default=*/"\".\"",
            "Folder the bundles are written to (created if missing)">,
+    Option<"wideTwinOf", "wide-twin-of", "std::string", /*default=*/"\"\"",
+           "Declare the bundles the wide twins of this variant (its name "
+           "without the chip)">,
   ];
 }
 
