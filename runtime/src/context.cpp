@@ -185,8 +185,10 @@ static pa_status loadBundle(pa_context &ctx, const std::string &path,
     PA_RETURN_IF_ERROR(loadModule(ctx, desc, ptx, module));
   ctx.variants.push_back(std::move(desc));
   ctx.modules.push_back(module);
-  linkWideTwin(ctx.variants, ctx.variants.size() - 1);
-  return okStatus();
+  pa_status linked = linkWideTwin(ctx.variants, ctx.variants.size() - 1);
+  if (!isOk(linked))
+    dropVariantsFrom(ctx, ctx.variants.size() - 1);
+  return linked;
 }
 
 //===----------------------------------------------------------------------===//

@@ -196,9 +196,14 @@ struct BundleDesc {
   /// driver's occupancy of the JIT-compiled partition kernel, set when the
   /// bundle is loaded. 0 where unknown (host contexts load no PTX).
   int residentPrograms = 0;
-  /// The loaded bundle that is this kernel with the most warps per program,
-  /// more than its own, or -1 (linkWideTwin): planDecode runs it for grids
-  /// it holds in one wave.
+  /// The bundle this one is the declared wide twin of (`wide_twin_of`), or
+  /// empty. A declared twin serves the same calls as that bundle, possibly
+  /// with another kernel and tile; selectVariant never picks it itself.
+  std::string twinOf;
+  /// The loaded bundle with the most warps per program, more than its own,
+  /// that is this kernel with more warps or declares itself this bundle's
+  /// twin, or -1 (linkWideTwin): planDecode runs it for small grids (one
+  /// wave of it; a declared twin at most one program per two SMs).
   int wideTwin = -1;
 
   const KernelDesc &kernel(Role role) const { return kernels[int(role)]; }
@@ -268,13 +273,17 @@ bool servesFeatures(const BundleDesc &d, const VariantKey &key);
 /// remaining ties go to the first loaded.
 int selectVariant(const std::vector<BundleDesc> &descs,
                   const DeviceInfo &device, const VariantKey &key);
-/// Links descs[added] with its wide twins: it gets the index of the bundle
-/// with the most warps per program, more than its own, that is otherwise
-/// the same kernel (keys, chip, tile, every kernel's parameters), and each
-/// such bundle with fewer warps gets `added` if it is wider than their
-/// twin so far. Bundles load one at a time: O(descs) each.
-void linkWideTwin(std::vector<BundleDesc> &descs, size_t added);
-/// Every bundle's wideTwin anew (after bundles were unloaded).
+/// Links descs[added] with its wide twins. Two bundles are twins when one
+/// has more warps per program and either it declares itself the other's
+/// twin (`wide_twin_of`: the same chip, keys and kernel parameters, any
+/// kernel and tile) or neither declares anything and they are the same
+/// kernel (keys, chip, tile, every kernel's parameters). The narrower one
+/// gets the index of its widest twin. A declared twin whose bundle is loaded
+/// but serves other calls is an error (nothing is linked). Bundles load one
+/// at a time: O(descs) each.
+pa_status linkWideTwin(std::vector<BundleDesc> &descs, size_t added);
+/// Every bundle's wideTwin anew (after bundles were unloaded; the links that
+/// loaded before cannot fail).
 void linkWideTwins(std::vector<BundleDesc> &descs);
 
 /// Programs per KV head for a group: ceil(group_size / heads_per_program).

@@ -249,6 +249,7 @@ private:
   pa_status parseKernel(int line, const std::vector<std::string> &words);
   pa_status parseParams(int line, const std::vector<std::string> &words);
   pa_status parseGrid(int line, const std::vector<std::string> &words);
+  pa_status parseTwinOf(int line, const std::vector<std::string> &words);
   pa_status parseMagic(const std::vector<std::string> &words);
   pa_status checkComplete();
 
@@ -258,6 +259,7 @@ private:
   int kernelLine[kNumRoles] = {};
   int paramsLine[kNumRoles] = {};
   int gridLine[kNumRoles] = {};
+  int twinOfLine = 0;
 };
 
 pa_status ManifestParser::error(int line, const char *fmt, ...) {
@@ -330,6 +332,8 @@ pa_status ManifestParser::parseLine(int line,
     return parseParams(line, words);
   if (key == "grid")
     return parseGrid(line, words);
+  if (key == "wide_twin_of")
+    return parseTwinOf(line, words);
   if (key == "paged_attn-bundle")
     return error(line, "the magic 'paged_attn-bundle' may only be the first "
                        "line");
@@ -487,6 +491,22 @@ pa_status ManifestParser::parseGrid(int line,
   return okStatus();
 }
 
+pa_status ManifestParser::parseTwinOf(int line,
+                                      const std::vector<std::string> &words) {
+  // wide_twin_of BUNDLE (optional): this bundle runs only as BUNDLE's wide
+  // twin, never chosen on its own (docs/bundle-format.md).
+  if (twinOfLine)
+    return error(line, "duplicate record 'wide_twin_of' (first at line %d)",
+                 twinOfLine);
+  if (words.size() != 2)
+    return error(line, "record 'wide_twin_of' takes exactly one value, got "
+                       "%zu",
+                 words.size() - 1);
+  twinOfLine = line;
+  out.twinOf = words[1];
+  return okStatus();
+}
+
 pa_status ManifestParser::checkComplete() {
   for (int s = 0; s < kNumScalars; ++s)
     if (!scalarLine[s])
@@ -510,6 +530,9 @@ pa_status ManifestParser::checkComplete() {
                      name, name);
     }
   }
+  if (out.twinOf == out.name)
+    return error(twinOfLine, "bundle '%s' cannot be its own wide twin",
+                 out.name.c_str());
   if (out.cacheDtype != ElemType(out.dtype) && !isFp8(out.cacheDtype))
     return error(scalarLine[kCacheDtype],
                  "cache_dtype %s differs from dtype %s: only caches of the "

@@ -60,6 +60,13 @@ static constexpr double kFewerPartitionsSlack = 0.05;
 /// batches 2048-token partitions cost 3-5 % against one pass.
 static constexpr int64_t kMaxAdaptiveTokens = 2048;
 
+/// A declared wide twin (another kernel: the sm_70 library's SIMT twins of
+/// the wmma kernel) runs grids of at most one program per this many SMs.
+/// Measured on the H100 through the JIT (docs/performance.md, 2026-12-06 E):
+/// 8 programs +23 %, 32 +9.5 %, 64 -0.5 %, 128 -4 % to +5 %; near a wave
+/// the wmma kernel's two programs per SM do as well or better.
+static constexpr int64_t kDeclaredTwinSmsPerProgram = 2;
+
 static double waves(int64_t programs, int64_t slots) {
   double n = double(programs) / double(slots);
   if (n <= 1.0)
@@ -267,16 +274,30 @@ pa_status planDecode(const DeviceInfo &device,
   if (index < 0)
     return unsupported(variants, key);
 
-  // A grid the wide twin (more warps per program, the same kernel) holds in
-  // one wave runs it: a small grid leaves SMs idle, and more warps per
-  // program keep more bytes in flight on the SMs it has. Larger grids keep
-  // the default width (docs/runtime.md).
-  const int wide = variants[index].wideTwin;
+  // A small grid runs the wide twin (more warps per program): it leaves SMs
+  // idle, and more warps per program keep more bytes in flight on the SMs
+  // it has. The same kernel with more warps runs grids it holds in one
+  // wave; a declared twin (another kernel) grids of at most half as many
+  // programs as the GPU has SMs, and no group its tile would read K and V
+  // more often for than the bundle's own. Larger grids keep the default
+  // width (docs/runtime.md).
+  int wide = variants[index].wideTwin;
+  int64_t most = 0;
+  if (wide >= 0) {
+    const BundleDesc &twin = variants[wide];
+    bool declared = !twin.twinOf.empty();
+    most = declared ? device.smCount / kDeclaredTwinSmsPerProgram
+                    : adaptiveSlots(device, twin);
+    if (declared && tilesPerKvHead(key.groupSize, twin.headsPerProgram) >
+                        tilesPerKvHead(key.groupSize,
+                                       variants[index].headsPerProgram))
+      wide = -1;
+  }
   int64_t programs = 0;
   if (wide < 0 ||
       !isOk(planOn(device, variants, wide, args, key.groupSize, plan,
                    programs)) ||
-      programs > adaptiveSlots(device, variants[wide]))
+      programs > most)
     PA_RETURN_IF_ERROR(
         planOn(device, variants, index, args, key.groupSize, plan, programs));
   if (checkPointers)

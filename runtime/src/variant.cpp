@@ -11,9 +11,10 @@
 // head's group when some tile can (K/V read once per KV head), else the
 // largest tile (fewest re-reads); then the lean kernel, then the fewest
 // warps per program. A bundle may have a wide twin (the same kernel with
-// more warps per program): planDecode launches it for grids of less than
-// one wave (BundleDesc::wideTwin, linked when bundles load). Bundles for a chip newer than the device are refused
-// when loaded.
+// more warps per program, or a bundle that declares itself its twin and is
+// never chosen on its own): planDecode launches it for small grids
+// (BundleDesc::wideTwin, linked when bundles load). Bundles for a chip newer
+// than the device are refused when loaded.
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,7 +93,8 @@ int selectVariant(const std::vector<BundleDesc> &descs,
     const BundleDesc &d = descs[i];
     if (d.dtype != key.dtype || d.cacheDtype != key.cacheType() ||
         d.tmpDtype != key.tmpDtype || d.headSize != key.headSize ||
-        d.blockSize != key.blockSize || !servesFeatures(d, key))
+        d.blockSize != key.blockSize || !servesFeatures(d, key) ||
+        !d.twinOf.empty())
       continue;
     if (!isOk(checkChip(d, device)))
       continue;
@@ -122,13 +124,12 @@ int selectVariant(const std::vector<BundleDesc> &descs,
   return best;
 }
 
-/// Whether `a` and `b` are the same kernel but for the warps per program:
-/// the keys, chip, tile and every kernel's parameters.
-static bool sameKernel(const BundleDesc &a, const BundleDesc &b) {
+/// Whether `a` and `b` serve the same calls: the keys, the chip and every
+/// kernel's parameters (the features).
+static bool sameCalls(const BundleDesc &a, const BundleDesc &b) {
   if (a.dtype != b.dtype || a.cacheDtype != b.cacheDtype ||
       a.tmpDtype != b.tmpDtype || a.headSize != b.headSize ||
-      a.blockSize != b.blockSize || a.headsPerProgram != b.headsPerProgram ||
-      a.chip != b.chip)
+      a.blockSize != b.blockSize || a.chip != b.chip)
     return false;
   for (int r = 0; r < kNumRoles; ++r)
     if (a.kernels[r].present != b.kernels[r].present ||
@@ -137,25 +138,45 @@ static bool sameKernel(const BundleDesc &a, const BundleDesc &b) {
   return true;
 }
 
-void linkWideTwin(std::vector<BundleDesc> &descs, size_t added) {
+pa_status linkWideTwin(std::vector<BundleDesc> &descs, size_t added) {
   BundleDesc &a = descs[added];
   a.wideTwin = -1;
   for (size_t i = 0; i < descs.size(); ++i) {
     BundleDesc &d = descs[i];
-    if (i == added || d.warps == a.warps || !sameKernel(d, a))
+    if (i == added)
       continue;
+    if (a.twinOf == d.name || d.twinOf == a.name) {
+      const BundleDesc &twin = a.twinOf == d.name ? a : d;
+      const BundleDesc &base = a.twinOf == d.name ? d : a;
+      if (!sameCalls(twin, base) || twin.warps <= base.warps)
+        return makeStatus(
+            PA_ERROR_BUNDLE,
+            "bundle '%s' (%s) declares itself the wide twin of '%s' (%s), "
+            "but %s",
+            twin.name.c_str(), twin.manifestPath.c_str(), base.name.c_str(),
+            base.manifestPath.c_str(),
+            twin.warps <= base.warps
+                ? "has no more warps per program"
+                : "they serve different calls (keys, chip or kernel "
+                  "parameters)");
+    } else if (!a.twinOf.empty() || !d.twinOf.empty() ||
+               d.warps == a.warps ||
+               d.headsPerProgram != a.headsPerProgram || !sameCalls(d, a)) {
+      continue;
+    }
     BundleDesc &narrow = d.warps < a.warps ? d : a;
     const int wide = d.warps < a.warps ? int(added) : int(i);
     if (narrow.wideTwin < 0 || descs[wide].warps > descs[narrow.wideTwin].warps)
       narrow.wideTwin = wide;
   }
+  return okStatus();
 }
 
 void linkWideTwins(std::vector<BundleDesc> &descs) {
   for (BundleDesc &d : descs)
     d.wideTwin = -1;
   for (size_t i = 0; i < descs.size(); ++i)
-    linkWideTwin(descs, i);
+    (void)linkWideTwin(descs, i); // these loaded: their links were checked
 }
 
 } // namespace pa

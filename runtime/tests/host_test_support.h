@@ -140,6 +140,8 @@ struct Spec {
   /// `fp8Scales` is false.
   std::string cache;
   bool fp8Scales = true;
+  /// `wide_twin_of`: the bundle this one declares itself the twin of.
+  std::string twinOf;
   std::string cacheDtype() const { return cache.empty() ? dtype : cache; }
   bool fp8() const { return cache.compare(0, 2, "f8") == 0; }
 };
@@ -183,6 +185,8 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
       "heads_per_program) num_seqs",
       "grid reduce ceil(num_heads/ceil(4/ceil(num_partitions/8))) num_seqs",
   };
+  if (!s.twinOf.empty())
+    lines.push_back("wide_twin_of " + s.twinOf);
   if (s.onePass) {
     lines.push_back("kernel onepass pa_" + s.name +
                     "_onepass threads " + std::to_string(32 * s.warps) +

@@ -239,6 +239,57 @@ void loadingTests() {
     CHECK_EQ(h.ctx->variants[1].wideTwin, 2);
   });
 
+  // A declared twin (another kernel and tile, `wide_twin_of`) links to the
+  // bundle it names whichever loads first, and to no other; one that serves
+  // other calls or has no more warps is refused, and the load with it.
+  run("load_links_declared_twins", [] {
+    Spec base, twin, sameTile;
+    base.name = "b_h8_wmma";
+    base.tile = 8;
+    twin.name = "a_h4_w8"; // sorts first: loaded before the bundle it names
+    twin.warps = 8;
+    twin.twinOf = "b_h8_wmma";
+    sameTile.name = "c_h4"; // twin's own kernel with 4 warps: not linked
+    std::string dir = makeDir("lib_declared");
+    writeBundle(dir, base);
+    writeBundle(dir, twin);
+    writeBundle(dir, sameTile);
+    HostContext h(kH200, {});
+    CHECK_OK(pa_context_load_library(h.ctx, dir.c_str()));
+    CHECK_EQ(h.ctx->variants[1].name, std::string("b_h8_wmma"));
+    CHECK_EQ(h.ctx->variants[1].wideTwin, 0);
+    CHECK_EQ(h.ctx->variants[0].wideTwin, -1);
+    CHECK_EQ(h.ctx->variants[2].wideTwin, -1);
+    // The bundle loaded first, its twin later.
+    HostContext later(kH200, {});
+    std::string d1 = makeDir("lib_declared_base"), d2 = makeDir("lib_declared_twin");
+    writeBundle(d1, base);
+    writeBundle(d2, twin);
+    CHECK_OK(pa_context_load_library(later.ctx, d1.c_str()));
+    CHECK_OK(pa_context_load_library(later.ctx, d2.c_str()));
+    CHECK_EQ(later.ctx->variants[0].wideTwin, 1);
+    // A twin of another head size, and one with no more warps: refused.
+    Spec otherHead = twin, narrow = twin;
+    otherHead.name = "d_h4_w8_d64";
+    otherHead.head = 64;
+    narrow.name = "e_h4_w4";
+    narrow.warps = 4;
+    for (const Spec &bad : {otherHead, narrow}) {
+      std::string d3 = makeDir("lib_declared_bad_" + bad.name);
+      writeBundle(d3, bad);
+      pa_status st = pa_context_load_library(later.ctx, d3.c_str());
+      CHECK_EQ(int(st.code), int(PA_ERROR_BUNDLE));
+      CHECK(std::strstr(st.message, "declares itself the wide twin of "
+                                    "'b_h8_wmma'") != nullptr);
+      CHECK(std::strstr(st.message, bad.warps == 4
+                                        ? "has no more warps per program"
+                                        : "they serve different calls") !=
+            nullptr);
+      CHECK_EQ(pa_context_num_variants(later.ctx), size_t(2));
+      CHECK_EQ(later.ctx->variants[0].wideTwin, 1);
+    }
+  });
+
   run("load_library_fp8_bundles", [] {
     std::string dir = makeDir("lib_fp8");
     writeBundle(dir, Spec());

@@ -793,6 +793,69 @@ void planTests() {
     CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h8_w8_mma_sm90"));
   });
 
+  // A declared twin (the sm_70 library's: the SIMT kernel with the 4-head
+  // tile and 8 warps for the wmma kernel's 8-head tile) is never chosen on
+  // its own; it runs grids of at most one program per two SMs, for groups
+  // its tile covers in as many programs per KV head as the wmma tile (up to
+  // 4), and never for larger groups, where it would read K and V twice.
+  auto declared = [] {
+    Spec wmma, simt, h1;
+    wmma.tile = 8;
+    wmma.name = "f16_d128_b16_h8_wmma_sm70";
+    simt.warps = 8;
+    simt.name = "f16_d128_b16_h4_w8_sm70";
+    simt.twinOf = wmma.name;
+    h1 = tileSpec(1);
+    return std::vector<Spec>{simt, h1, wmma};
+  };
+  run("plan_declared_twin", [declared] {
+    pa_decode_args a = validArgs();
+    a.num_seqs = 1;
+    a.max_seq_len = 512;
+    a.max_num_partitions = 1;
+    pa_status st;
+    pa_plan p = planOn(kH200, declared(), a, st); // group 4: 8 programs
+    CHECK_OK(st);
+    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h4_w8_sm70"));
+    CHECK_DIM3(p.grid, 1, 8, 1);
+    CHECK_DIM3(p.block, 256, 1, 1);
+    a.num_kv_heads = 4; // group 8: the twin's tile would read K/V twice
+    p = planOn(kH200, declared(), a, st);
+    CHECK_OK(st);
+    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h8_wmma_sm70"));
+    CHECK_DIM3(p.grid, 1, 4, 1);
+    a.num_kv_heads = 32; // group 1: the 1-head tile, which has no twin
+    p = planOn(kH200, declared(), a, st);
+    CHECK_OK(st);
+    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h1_sm70"));
+    // Declared twins run grids of at most one program per two SMs: 66 of
+    // the 132 here. 8 sequences are 64 programs, 9 are 72.
+    a.num_kv_heads = 8;
+    a.num_seqs = 8;
+    p = planOn(kH200, declared(), a, st);
+    CHECK_OK(st);
+    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h4_w8_sm70"));
+    a.num_seqs = 9;
+    p = planOn(kH200, declared(), a, st);
+    CHECK_OK(st);
+    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h8_wmma_sm70"));
+    // Group 4 past one wave of 8-warp programs (264 on a host context):
+    // the wmma bundle, as without the twin.
+    a.num_seqs = 64;
+    a.max_seq_len = 4096;
+    a.max_num_partitions = 64;
+    p = planOn(kH200, declared(), a, st);
+    CHECK_OK(st);
+    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h8_wmma_sm70"));
+    // Without the wmma bundle nothing serves the call: a declared twin is
+    // never chosen on its own.
+    a.num_seqs = 1;
+    a.max_seq_len = 512;
+    a.max_num_partitions = 1;
+    p = planOn(kH200, {declared()[0]}, a, st);
+    CHECK_EQ(int(st.code), int(PA_ERROR_UNSUPPORTED));
+  });
+
   run("plan_internal_matches_public", [] {
     pa_decode_args a = validArgs();
     a.num_seqs = 16;

@@ -56,6 +56,21 @@ void manifestTests() {
     CHECK_EQ(r.grid[2].text, std::string("1")); // omitted: 1
   });
 
+  // wide_twin_of is optional; it names the bundle this one is the twin of.
+  run("manifest_wide_twin_of", [] {
+    Spec s;
+    s.twinOf = "f16_d128_b16_h8_wmma_sm70";
+    CHECK_EQ(descFor(s).twinOf, std::string("f16_d128_b16_h8_wmma_sm70"));
+    CHECK_EQ(descFor(Spec()).twinOf, std::string());
+    std::vector<std::string> lines = manifestLines(s);
+    lines.push_back("wide_twin_of other_sm70");
+    BundleDesc d;
+    pa_status st = parseManifest(join(lines), "mem/t.manifest", d);
+    CHECK_EQ(int(st.code), int(PA_ERROR_BUNDLE));
+    CHECK(std::strstr(st.message, "duplicate record 'wide_twin_of'") !=
+          nullptr);
+  });
+
   // fp8 caches: cache_dtype names an fp8 type (MLIR's names) beside a
   // 16- or 32-bit dtype; the kernels take the five scale parameters.
   run("manifest_fp8_cache_dtype", [] {
@@ -178,6 +193,10 @@ void manifestTests() {
     bool atLine;        // the message points at the replaced line
   };
   static const Broken kBroken[] = {
+      {"manifest_error_wide_twin_of_values", "", "wide_twin_of a_sm70 b_sm70",
+       "record 'wide_twin_of' takes exactly one value, got 2", true},
+      {"manifest_error_own_wide_twin", "", "wide_twin_of f16_d128_b16_h4_sm70",
+       "bundle 'f16_d128_b16_h4_sm70' cannot be its own wide twin", true},
       {"manifest_error_bad_magic", "paged_attn-bundle", "paged-attn 1",
        "not a paged_attn bundle manifest", true},
       {"manifest_error_bad_version", "paged_attn-bundle", "paged_attn-bundle 2",
