@@ -60,6 +60,8 @@ def build_one(pa_opt, out, v, chip, extra=""):
     try:
         opts = (f"chip={chip} heads-per-program={v['heads_per_program']} "
                 f"warps={variants.warps(v, chip)} export-dir={out} {extra}")
+        if "twin_of" in v:  # a declared wide twin (variants.wide_twins)
+            opts += f" wide-twin-of=pa_{v['twin_of']}"
         r = subprocess.run([pa_opt, src, f"-paged-attn-to-ptx={opts}", "-o", os.devnull],
                            capture_output=True, text=True)
         return v, chip, r.returncode, r.stderr

@@ -16,8 +16,8 @@ else the SIMT kernel (tiles 1 and 4).
 
 * library:  what the build packages for the runtime: every dtype x head size
             x block size x tile x tmp_output dtype, each lean and _ext
-            (ALiBi / soft cap), and the fp8 caches (fp8()): 1176 sm_70,
-            444 sm_80, 912 sm_90 bundles.
+            (ALiBi / soft cap), the fp8 caches (fp8()) and the wide twins
+            (wide_twins()): 1200 sm_70, 444 sm_80, 1032 sm_90 bundles.
 * covering: a smaller set in which every value of every dimension appears,
             with the corner pairs — what CI assembles with ptxas.
 * full:     the whole product, behind the opt-in target.
@@ -106,29 +106,45 @@ def name(v, chip):
     return n + "_mma" if uses_mma(v["dtype"], chip, v.get("cache")) else n
 
 
-#: Warps per program of a wide twin, and the chips that get them.
+#: Warps per program of a wide twin, and the chips whose tensor-core
+#: variants get same-kernel twins.
 WIDE_WARPS = 8
 WIDE_CHIPS = ["sm_90"]
 
 
 def wide_twins(variants, chip):
-    """The 8-warp twins of a chip's tensor-core variants of 16-bit caches:
-    the runtime launches a twin for grids it holds in one wave (a small
-    batch), where twice the warps per program keep twice the bytes in
-    flight on the SMs the grid has. Measured on the H100 (2026-12-06):
+    """The 8-warp twins the runtime launches for grids it holds in one wave
+    (a small batch), where more warps per program keep more bytes in flight
+    on the SMs the grid has.
+
+    sm_90: the same tensor-core kernel with 8 warps, for the 8-head tile of
+    16-bit caches up to head size 128. Measured on the H100 (2026-12-06):
     batch 1 17.5 -> 12.7 us; full grids keep the 4-warp kernel (the 8-warp
-    one was within -1.4 % to +1.5 % there). sm_90 only: the sm_80 twins
-    lost up to 7 % on full grids, and sm_7x ones need 86 KB of shared memory.
-    Only the 8-head tile up to head size 128: its 8-warp programs need
-    28-45 KB of workgroup memory; the 16-head tile and head sizes 192 and
-    256 need 57-90 KB, past the 48 KB of static shared memory ptxas allows
-    a kernel ("uses too much shared data (..., 0xc000 max)")."""
-    if chip not in WIDE_CHIPS:
-        return []
-    return [dict(v, warps=WIDE_WARPS) for v in variants
-            if uses_mma(v["dtype"], chip, v.get("cache")) and
-            v.get("cache", v["dtype"]) == v["dtype"] and "warps" not in v and
-            v["heads_per_program"] == 8 and v["head_size"] <= 128]
+    one was within -1.4 % to +1.5 % there). Not sm_80 (its twins lost up to
+    7 % on full grids), not the 16-head tile nor head sizes 192 and 256
+    (57-90 KB of workgroup memory, past the 48 KB of static shared memory
+    ptxas allows: "uses too much shared data (..., 0xc000 max)").
+
+    sm_7x: the wmma kernel with 8 warps does not help (11.9 -> 11.6 us per
+    batch-1 kernel on the H100, and 86 KB of shared memory), so each wmma
+    variant at head sizes 96 and 128 has as its twin the SIMT kernel with
+    the 4-head tile and 8 warps, which declares itself the twin (`twin_of`:
+    `wide_twin_of` in its manifest) and is never chosen on its own: batch 1
+    16.4 -> 13.3 us on the H100 (docs/performance.md, E). ptxas 11.8: 0
+    spills, 177-220 registers. The runtime runs it for groups up to 4 (its
+    tile would read K and V twice for larger ones) and grids of at most one
+    program per two SMs. Not at head size 64: there groups 3 and 4 already
+    run the SIMT 4-head tile (2 warps) and the wmma kernel only larger
+    groups."""
+    if chip in WIDE_CHIPS:
+        return [dict(v, warps=WIDE_WARPS) for v in variants
+                if uses_mma(v["dtype"], chip, v.get("cache")) and
+                v.get("cache", v["dtype"]) == v["dtype"] and "warps" not in v and
+                v["heads_per_program"] == 8 and v["head_size"] <= 128]
+    return [dict(v, heads_per_program=4, warps=WIDE_WARPS, twin_of=name(v, chip))
+            for v in variants
+            if uses_wmma(v["dtype"], chip, v["head_size"], v["heads_per_program"],
+                         v.get("cache")) and "warps" not in v and v["head_size"] != 64]
 
 
 def full(chip):
