@@ -7,7 +7,7 @@
 // contexts (--long), shuffled block tables, adaptive and fixed-grid modes.
 // A covering subset is sampled (every value of every dimension appears), plus
 // every group size for each (dtype, cache dtype, head, block) the library
-// serves: fp8 caches (E4M3FN, E5M2) get random fp8 bytes, scales in the
+// serves, and two small group-4 grids per key (where wide twins run): fp8 caches (E4M3FN, E5M2) get random fp8 bytes, scales in the
 // arguments, on the device or one of each, and a reference computed from the
 // exactly decoded bytes times the scales.
 //
@@ -325,6 +325,14 @@ const HeadShape kHeadShapes[] = {
     {"GQA6", 12, 2},  {"GQA7", 14, 2},  {"GQA8", 16, 2},
     {"GQA16", 32, 2}, {"MQA32", 32, 1}, {"MQA64", 64, 1}};
 constexpr int kNumShapes = sizeof(kHeadShapes) / sizeof(kHeadShapes[0]);
+
+int shapeIndex(const char *label) {
+  for (int i = 0; i < kNumShapes; ++i)
+    if (std::strcmp(kHeadShapes[i].label, label) == 0)
+      return i;
+  std::fprintf(stderr, "no head shape '%s'\n", label);
+  std::exit(2);
+}
 /// Context lengths: short (one partition), ragged (up to 6 partitions of
 /// 512), medium (9 to 16: the reduce's two-heads-per-program mapping), long.
 enum Profile { kShort, kRagged, kMedium, kLong };
@@ -915,6 +923,20 @@ int main(int argc, char **argv) {
       // fp8: scales in the arguments, on the device (with the window, which
       // every bundle takes) and one of each, cycling.
       c.scales = ScaleMode(j % kNumScaleModes);
+      c.id = int(cases.size());
+      c.seed = seed * 1000003ull + uint64_t(c.id);
+      cases.push_back(c);
+    }
+    // Small grids of group 4 (1-4 short sequences: 4-16 programs), which
+    // run a key's wide twin where the library has one (docs/runtime.md): a
+    // plain call and one with every feature in the fixed grid.
+    for (int j = 0; j < 2; ++j) {
+      Case c = keys[k];
+      c.shape = shapeIndex("GQA4");
+      c.profile = kShort;
+      c.fixedGrid = j == 1;
+      c.features = j == 0 ? 0 : kAllFeatures;
+      c.scales = ScaleMode((int(k) + j) % kNumScaleModes);
       c.id = int(cases.size());
       c.seed = seed * 1000003ull + uint64_t(c.id);
       cases.push_back(c);
