@@ -154,6 +154,7 @@ static void dropVariantsFrom(pa_context &ctx, size_t from) {
   ctx.modules.resize(std::min(from, ctx.modules.size()));
   ctx.variants.resize(std::min(from, ctx.variants.size()));
   linkWideTwins(ctx.variants);
+  ctx.index.rebuild(ctx.variants);
 }
 
 /// Loads one bundle. With `skipNewer`, a bundle for a newer chip is skipped
@@ -186,9 +187,12 @@ static pa_status loadBundle(pa_context &ctx, const std::string &path,
   ctx.variants.push_back(std::move(desc));
   ctx.modules.push_back(module);
   pa_status linked = linkWideTwin(ctx.variants, ctx.variants.size() - 1);
-  if (!isOk(linked))
+  if (!isOk(linked)) {
     dropVariantsFrom(ctx, ctx.variants.size() - 1);
-  return linked;
+    return linked;
+  }
+  ctx.index.add(ctx.variants, ctx.variants.size() - 1);
+  return okStatus();
 }
 
 //===----------------------------------------------------------------------===//

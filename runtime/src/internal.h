@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 /// Marks the definitions of the C ABI: the library is built with hidden
@@ -265,6 +266,26 @@ struct VariantKey {
 /// Whether `d` takes the parameters of the features `key` requests (and,
 /// for an fp8 cache, the five scale parameters).
 bool servesFeatures(const BundleDesc &d, const VariantKey &key);
+
+/// The loaded bundles by the part of the key a call must match exactly
+/// (dtype, cache dtype, tmp dtype, head size, block size), each list in load
+/// order: selectVariant then looks at a few bundles, not the whole library
+/// (2676 of them: 4-7 us per call on the host). Changed only where bundles
+/// load or unload, like the bundles themselves.
+class VariantIndex {
+public:
+  /// Indexes descs[i], the newest bundle.
+  void add(const std::vector<BundleDesc> &descs, size_t i);
+  /// Indexes `descs` anew (after bundles were unloaded).
+  void rebuild(const std::vector<BundleDesc> &descs);
+  /// The bundles matching `key` exactly, in load order (empty: none).
+  const std::vector<int> &find(const VariantKey &key) const;
+  /// How many bundles it holds (the loaded ones, when up to date).
+  size_t size() const;
+
+private:
+  std::unordered_map<uint64_t, std::vector<int>> byKey;
+};
 /// The index in `descs` of the variant serving `key`, or -1. Among variants
 /// matching dtype, cache_dtype, tmp_dtype, head_size and block_size that
 /// serve the features and run on `device`: the newest chip, then the
@@ -273,6 +294,11 @@ bool servesFeatures(const BundleDesc &d, const VariantKey &key);
 /// remaining ties go to the first loaded.
 int selectVariant(const std::vector<BundleDesc> &descs,
                   const DeviceInfo &device, const VariantKey &key);
+/// The same choice among the bundles `index` holds for the key (the index
+/// of `descs`).
+int selectVariant(const std::vector<BundleDesc> &descs,
+                  const VariantIndex &index, const DeviceInfo &device,
+                  const VariantKey &key);
 /// Links descs[added] with its wide twins. Two bundles are twins when one
 /// has more warps per program and either it declares itself the other's
 /// twin (`wide_twin_of`: the same chip, keys and kernel parameters, any
@@ -339,11 +365,12 @@ struct DecodePlan {
 /// The one function both pa_plan_decode_v2 and pa_decode_v2 call: argument
 /// checks, variant selection, the partition rule, the grids (from the
 /// manifest's expressions, checked against CUDA's limits) and, when
-/// `checkPointers`, the device pointers.
+/// `checkPointers`, the device pointers. With `index` (the variants' index)
+/// the variant is chosen among the bundles it holds for the call's key.
 pa_status planDecode(const DeviceInfo &device,
                      const std::vector<BundleDesc> &variants,
                      const pa_decode_args &args, bool checkPointers,
-                     DecodePlan &plan);
+                     DecodePlan &plan, const VariantIndex *index = nullptr);
 
 /// Copies `plan` into the public struct.
 void exportPlan(const DecodePlan &plan, const BundleDesc &variant,
@@ -396,6 +423,7 @@ struct pa_context {
   pa::DeviceInfo info;
   std::vector<pa::BundleDesc> variants;
   std::vector<pa::LoadedModule> modules; // parallel to variants
+  pa::VariantIndex index;                // of variants
 };
 
 #endif // PA_RUNTIME_SRC_INTERNAL_H

@@ -170,7 +170,7 @@ PA_EXPORT pa_status pa_decode_v2(pa_context *ctx, const pa_decode_args *args,
     return makeStatus(PA_ERROR_INVALID_ARGUMENT, "args is null");
   DecodePlan plan;
   PA_RETURN_IF_ERROR(planDecode(ctx->info, ctx->variants, *args,
-                                /*checkPointers=*/true, plan));
+                                /*checkPointers=*/true, plan, &ctx->index));
   if (!ctx->api.library)
     return makeStatus(PA_ERROR_CUDA,
                       "this context has no CUDA driver (a host-only context "
@@ -199,7 +199,8 @@ PA_EXPORT pa_status pa_plan_decode_v2(const pa_context *ctx,
     return makeStatus(PA_ERROR_INVALID_ARGUMENT, "plan is null");
   DecodePlan decided;
   PA_RETURN_IF_ERROR(planDecode(ctx->info, ctx->variants, *args,
-                                /*checkPointers=*/false, decided));
+                                /*checkPointers=*/false, decided,
+                                &ctx->index));
   exportPlan(decided, ctx->variants[decided.variant], *plan);
   return okStatus();
 }

@@ -260,7 +260,7 @@ static pa_status planOn(const DeviceInfo &device,
 pa_status planDecode(const DeviceInfo &device,
                      const std::vector<BundleDesc> &variants,
                      const pa_decode_args &args, bool checkPointers,
-                     DecodePlan &plan) {
+                     DecodePlan &plan, const VariantIndex *index) {
   plan = DecodePlan();
   PA_RETURN_IF_ERROR(checkDecodeArgs(args));
   if (checkPointers)
@@ -270,8 +270,9 @@ pa_status planDecode(const DeviceInfo &device,
                  args.num_heads / args.num_kv_heads,
                  args.alibi_slopes != 0 || args.logits_soft_cap > 0.0f,
                  args.sliding_window > 0, callCacheType(args)};
-  int index = selectVariant(variants, device, key);
-  if (index < 0)
+  int chosen = index ? selectVariant(variants, *index, device, key)
+                     : selectVariant(variants, device, key);
+  if (chosen < 0)
     return unsupported(variants, key);
 
   // A small grid runs the wide twin (more warps per program): it leaves SMs
@@ -281,7 +282,7 @@ pa_status planDecode(const DeviceInfo &device,
   // programs as the GPU has SMs, and no group its tile would read K and V
   // more often for than the bundle's own. Larger grids keep the default
   // width (docs/runtime.md).
-  int wide = variants[index].wideTwin;
+  int wide = variants[chosen].wideTwin;
   int64_t most = 0;
   if (wide >= 0) {
     const BundleDesc &twin = variants[wide];
@@ -290,7 +291,7 @@ pa_status planDecode(const DeviceInfo &device,
                     : adaptiveSlots(device, twin);
     if (declared && tilesPerKvHead(key.groupSize, twin.headsPerProgram) >
                         tilesPerKvHead(key.groupSize,
-                                       variants[index].headsPerProgram))
+                                       variants[chosen].headsPerProgram))
       wide = -1;
   }
   int64_t programs = 0;
@@ -299,7 +300,7 @@ pa_status planDecode(const DeviceInfo &device,
                    programs)) ||
       programs > most)
     PA_RETURN_IF_ERROR(
-        planOn(device, variants, index, args, key.groupSize, plan, programs));
+        planOn(device, variants, chosen, args, key.groupSize, plan, programs));
   if (checkPointers)
     PA_RETURN_IF_ERROR(checkDecodePointers(args, !plan.onePass));
   return okStatus();

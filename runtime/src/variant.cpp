@@ -43,7 +43,16 @@ bool parseChip(const std::string &text, int &version, bool &archSpecific) {
   return true;
 }
 
+/// Whether a bundle for desc.chip runs on `device` (checkChip's test,
+/// without its message: selectVariant asks it of every candidate).
+static bool runsOn(const BundleDesc &desc, const DeviceInfo &device) {
+  return desc.chipArchSpecific ? desc.chipVersion == device.smVersion
+                               : desc.chipVersion <= device.smVersion;
+}
+
 pa_status checkChip(const BundleDesc &desc, const DeviceInfo &device) {
+  if (runsOn(desc, device))
+    return okStatus();
   int major = device.smVersion / 10, minor = device.smVersion % 10;
   if (desc.chipArchSpecific && desc.chipVersion != device.smVersion)
     return makeStatus(PA_ERROR_BUNDLE,
@@ -86,17 +95,21 @@ bool servesFeatures(const BundleDesc &d, const VariantKey &key) {
          (!isFp8(key.cacheType()) || d.takesFp8Scales());
 }
 
-int selectVariant(const std::vector<BundleDesc> &descs,
-                  const DeviceInfo &device, const VariantKey &key) {
+/// selectVariant's choice among descs[i] for each i of `candidates`, in
+/// load order (every bundle, or the index's list for the key).
+template <typename Candidates>
+static int selectAmong(const std::vector<BundleDesc> &descs,
+                       const Candidates &candidates, const DeviceInfo &device,
+                       const VariantKey &key) {
   int best = -1;
-  for (size_t i = 0; i < descs.size(); ++i) {
+  for (size_t i : candidates) {
     const BundleDesc &d = descs[i];
     if (d.dtype != key.dtype || d.cacheDtype != key.cacheType() ||
         d.tmpDtype != key.tmpDtype || d.headSize != key.headSize ||
         d.blockSize != key.blockSize || !servesFeatures(d, key) ||
         !d.twinOf.empty())
       continue;
-    if (!isOk(checkChip(d, device)))
+    if (!runsOn(d, device))
       continue;
     if (best < 0) {
       best = int(i);
@@ -122,6 +135,73 @@ int selectVariant(const std::vector<BundleDesc> &descs,
     }
   }
   return best;
+}
+
+namespace {
+/// 0, 1, ..., n - 1: every loaded bundle.
+struct AllIndices {
+  size_t n;
+  struct It {
+    size_t i;
+    size_t operator*() const { return i; }
+    It &operator++() {
+      ++i;
+      return *this;
+    }
+    bool operator!=(const It &o) const { return i != o.i; }
+  };
+  It begin() const { return {0}; }
+  It end() const { return {n}; }
+};
+} // namespace
+
+int selectVariant(const std::vector<BundleDesc> &descs,
+                  const DeviceInfo &device, const VariantKey &key) {
+  return selectAmong(descs, AllIndices{descs.size()}, device, key);
+}
+
+int selectVariant(const std::vector<BundleDesc> &descs,
+                  const VariantIndex &index, const DeviceInfo &device,
+                  const VariantKey &key) {
+  return selectAmong(descs, index.find(key), device, key);
+}
+
+//===----------------------------------------------------------------------===//
+// The index
+//===----------------------------------------------------------------------===//
+
+/// The exact part of a key in 64 bits: the types in 8 bits each, head and
+/// block sizes (at most 65536, the manifest's bound) in 20.
+static uint64_t exactKey(int dtype, int cache, int tmp, int head, int block) {
+  return uint64_t(dtype & 0xff) << 56 | uint64_t(cache & 0xff) << 48 |
+         uint64_t(tmp & 0xff) << 40 | uint64_t(head & 0xfffff) << 20 |
+         uint64_t(block & 0xfffff);
+}
+
+void VariantIndex::add(const std::vector<BundleDesc> &descs, size_t i) {
+  const BundleDesc &d = descs[i];
+  byKey[exactKey(d.dtype, d.cacheDtype, d.tmpDtype, d.headSize, d.blockSize)]
+      .push_back(int(i));
+}
+
+void VariantIndex::rebuild(const std::vector<BundleDesc> &descs) {
+  byKey.clear();
+  for (size_t i = 0; i < descs.size(); ++i)
+    add(descs, i);
+}
+
+size_t VariantIndex::size() const {
+  size_t n = 0;
+  for (const auto &entry : byKey)
+    n += entry.second.size();
+  return n;
+}
+
+const std::vector<int> &VariantIndex::find(const VariantKey &key) const {
+  static const std::vector<int> kNone;
+  auto it = byKey.find(exactKey(key.dtype, key.cacheType(), key.tmpDtype,
+                                key.headSize, key.blockSize));
+  return it == byKey.end() ? kNone : it->second;
 }
 
 /// Whether `a` and `b` serve the same calls: the keys, the chip and every

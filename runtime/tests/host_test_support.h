@@ -301,6 +301,7 @@ struct HostContext {
       ctx->variants.push_back(descFor(s));
     ctx->modules.resize(ctx->variants.size());
     linkWideTwins(ctx->variants);
+    ctx->index.rebuild(ctx->variants);
   }
   ~HostContext() { pa_context_destroy(ctx); }
 };

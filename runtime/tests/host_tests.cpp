@@ -237,6 +237,7 @@ void loadingTests() {
     CHECK(!isOk(pa_context_load_library(h.ctx, bad.c_str())));
     CHECK_EQ(pa_context_num_variants(h.ctx), size_t(3));
     CHECK_EQ(h.ctx->variants[1].wideTwin, 2);
+    CHECK_EQ(h.ctx->index.size(), size_t(3)); // the variant index too
   });
 
   // A declared twin (another kernel and tile, `wide_twin_of`) links to the
@@ -287,7 +288,17 @@ void loadingTests() {
             nullptr);
       CHECK_EQ(pa_context_num_variants(later.ctx), size_t(2));
       CHECK_EQ(later.ctx->variants[0].wideTwin, 1);
+      CHECK_EQ(later.ctx->index.size(), size_t(2));
     }
+    // Calls plan on what stayed loaded (the variant index included): batch
+    // 1, group 4, runs the twin.
+    pa_decode_args a = validArgs();
+    a.num_seqs = 1;
+    a.max_seq_len = 512;
+    a.max_num_partitions = 1;
+    pa_plan p;
+    CHECK_OK(pa_plan_decode_v2(later.ctx, &a, &p));
+    CHECK_EQ(std::string(p.variant), std::string("a_h4_w8"));
   });
 
   run("load_library_fp8_bundles", [] {

@@ -510,6 +510,78 @@ void variantTests() {
     CHECK_EQ(i, 0); // only tile: used, masked
   });
 
+  // The index (what calls through a context use) chooses what the scan of
+  // every bundle chooses, for every key over a mixed set of bundles: dtypes,
+  // caches, tmp types, head and block sizes, tiles, chips, _ext, twins.
+  run("variant_index_matches_scan", [] {
+    std::vector<BundleDesc> descs;
+    int n = 0;
+    auto add = [&](Spec s) {
+      s.name = "b" + std::to_string(n++);
+      descs.push_back(descFor(s));
+    };
+    for (const char *chip : {"sm_70", "sm_90", "sm_90a"})
+      for (const char *dtype : {"f16", "bf16"})
+        for (int head : {64, 128})
+          for (int tile : {1, 4, 8}) {
+            Spec s;
+            s.chip = chip;
+            s.dtype = dtype;
+            s.head = head;
+            s.tile = tile;
+            s.block = tile == 4 ? 32 : 16;
+            s.tmp = tile == 8 ? dtype : "f32";
+            add(s);
+            s.features = kExtFeatures;
+            add(s);
+          }
+    add(fp8Spec("f8E4M3FN"));
+    add(fp8Spec("f8E5M2", "bf16"));
+    Spec wide;
+    wide.warps = 8;
+    add(wide);
+    Spec declared;
+    declared.warps = 8;
+    declared.tile = 2;
+    declared.twinOf = "b0";
+    add(declared);
+    linkWideTwins(descs);
+    VariantIndex index;
+    index.rebuild(descs);
+    int compared = 0, found = 0;
+    for (DeviceInfo dev : {kV100, DeviceInfo{0, 86, 84}, kH200})
+      for (pa_dtype dtype : {PA_F16, PA_BF16, PA_F32})
+        for (pa_dtype tmp : {PA_F32, PA_F16, PA_BF16})
+          for (int head : {64, 128, 256})
+            for (int block : {16, 32})
+              for (int group : {1, 3, 4, 8, 16})
+                for (int features = 0; features < 4; ++features)
+                  for (int cache : {-1, int(kElemF8E4M3FN), int(kElemF8E5M2)}) {
+                    VariantKey key{dtype, tmp,          head,
+                                   block, group,        (features & 1) != 0,
+                                   (features & 2) != 0, cache};
+                    int scan = selectVariant(descs, dev, key);
+                    int indexed = selectVariant(descs, index, dev, key);
+                    ++compared;
+                    found += scan >= 0;
+                    if (scan != indexed) {
+                      fail(__FILE__, __LINE__,
+                           "index chose " + std::to_string(indexed) +
+                               ", the scan " + std::to_string(scan));
+                      return;
+                    }
+                  }
+    CHECK(found > 100); // the sweep finds bundles, not only misses
+    CHECK(compared > found);
+    // An index of nothing finds nothing; one built again finds it all.
+    VariantIndex empty;
+    CHECK_EQ(selectVariant(descs, empty, kH200, {PA_F16, PA_F32, 128, 16, 4}),
+             -1);
+    index.rebuild(descs);
+    CHECK(selectVariant(descs, index, kH200, {PA_F16, PA_F32, 128, 16, 4}) >=
+          0);
+  });
+
   run("variant_prefers_newest_runnable_chip", [] {
     Spec s70, s80, s90;
     s70.name = "k70";
