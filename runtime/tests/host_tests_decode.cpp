@@ -809,6 +809,15 @@ void planTests() {
     return std::vector<Spec>{simt, h1, wmma};
   };
   run("plan_declared_twin", [declared] {
+    // The variant a call plans on, or the refusal.
+    auto chosen = [&](const pa_decode_args &a) {
+      pa_status st;
+      pa_plan p = planOn(kH200, declared(), a, st);
+      return isOk(st) ? std::string(p.variant)
+                      : "refused: " + std::string(st.message);
+    };
+    const std::string twin = "f16_d128_b16_h4_w8_sm70",
+                      wmma = "f16_d128_b16_h8_wmma_sm70";
     pa_decode_args a = validArgs();
     a.num_seqs = 1;
     a.max_seq_len = 512;
@@ -816,37 +825,29 @@ void planTests() {
     pa_status st;
     pa_plan p = planOn(kH200, declared(), a, st); // group 4: 8 programs
     CHECK_OK(st);
-    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h4_w8_sm70"));
+    CHECK_EQ(std::string(p.variant), twin);
     CHECK_DIM3(p.grid, 1, 8, 1);
     CHECK_DIM3(p.block, 256, 1, 1);
     a.num_kv_heads = 4; // group 8: the twin's tile would read K/V twice
     p = planOn(kH200, declared(), a, st);
     CHECK_OK(st);
-    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h8_wmma_sm70"));
+    CHECK_EQ(std::string(p.variant), wmma);
     CHECK_DIM3(p.grid, 1, 4, 1);
     a.num_kv_heads = 32; // group 1: the 1-head tile, which has no twin
-    p = planOn(kH200, declared(), a, st);
-    CHECK_OK(st);
-    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h1_sm70"));
+    CHECK_EQ(chosen(a), std::string("f16_d128_b16_h1_sm70"));
     // Declared twins run grids of at most one program per two SMs: 66 of
     // the 132 here. 8 sequences are 64 programs, 9 are 72.
     a.num_kv_heads = 8;
     a.num_seqs = 8;
-    p = planOn(kH200, declared(), a, st);
-    CHECK_OK(st);
-    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h4_w8_sm70"));
+    CHECK_EQ(chosen(a), twin);
     a.num_seqs = 9;
-    p = planOn(kH200, declared(), a, st);
-    CHECK_OK(st);
-    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h8_wmma_sm70"));
+    CHECK_EQ(chosen(a), wmma);
     // Group 4 past one wave of 8-warp programs (264 on a host context):
     // the wmma bundle, as without the twin.
     a.num_seqs = 64;
     a.max_seq_len = 4096;
     a.max_num_partitions = 64;
-    p = planOn(kH200, declared(), a, st);
-    CHECK_OK(st);
-    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h8_wmma_sm70"));
+    CHECK_EQ(chosen(a), wmma);
     // Without the wmma bundle nothing serves the call: a declared twin is
     // never chosen on its own.
     a.num_seqs = 1;
