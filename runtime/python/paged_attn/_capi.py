@@ -10,6 +10,7 @@
 
 import ctypes
 import os
+import struct
 import threading
 
 # pa_status_code
@@ -96,6 +97,40 @@ class DecodeArgs(ctypes.Structure):
         ("k_scale_ptr", CUdeviceptr),
         ("v_scale_ptr", CUdeviceptr),
     ]
+
+
+def _packer(cls):
+    """A struct.Struct that writes cls's fields, in _fields_ order, at the
+    offsets ctypes gives them (pad bytes in between): one pack_into fills a
+    cls buffer, where setting the fields one by one costs a Python call each."""
+    fmt, pos = "=", 0
+    for name, ctype in cls._fields_:
+        offset, size = getattr(cls, name).offset, ctypes.sizeof(ctype)
+        if offset > pos:
+            fmt += "%dx" % (offset - pos)
+        code = ctype._type_
+        if code in "fd":
+            fmt += {4: "f", 8: "d"}[size]
+        else:
+            fmt += {4: "i", 8: "q"}[size] if code.islower() else {4: "I", 8: "Q"}[size]
+        pos = offset + size
+    if ctypes.sizeof(cls) > pos:
+        fmt += "%dx" % (ctypes.sizeof(cls) - pos)
+    packer = struct.Struct(fmt)
+    assert packer.size == ctypes.sizeof(cls), (fmt, ctypes.sizeof(cls))
+    return packer
+
+
+_DECODE_ARGS = _packer(DecodeArgs)
+
+
+def pack_decode_args(*fields):
+    """A DecodeArgs with `fields` in _fields_ order, packed in one call.
+    Integers must fit their fields and floats must fit a float32 (the caller's
+    checks make sure); struct raises where ctypes would wrap or round to inf."""
+    buf = bytearray(_DECODE_ARGS.size)
+    _DECODE_ARGS.pack_into(buf, 0, *fields)
+    return DecodeArgs.from_buffer(buf)
 
 
 class Plan(ctypes.Structure):

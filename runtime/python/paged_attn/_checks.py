@@ -65,12 +65,17 @@ _VLLM_KWARGS = ("tp_rank", "blocksparse_local_blocks", "blocksparse_vert_stride"
 
 _FN = "paged_attention_v2"
 
+#: Indices in check_call's tensors (query, key_cache, value_cache, block_tables,
+#: seq_lens, output, exp_sums, max_logits, tmp_output) of those the kernels read
+#: or write with 16-byte accesses: query, key_cache, value_cache, output, tmp_output.
+_ALIGNED_16 = (0, 1, 2, 5, 8)
+
 
 class Call:
     """The checked sizes of one call (plain ints) and its tensors."""
     __slots__ = ("dtype", "tmp_dtype", "num_seqs", "num_heads", "num_kv_heads", "head_size",
                  "block_size", "num_blocks", "max_blocks_per_seq", "max_num_partitions",
-                 "max_seq_len", "scale", "device_index", "tensors", "alibi_slopes",
+                 "max_seq_len", "scale", "device_index", "tensors", "pointers", "alibi_slopes",
                  "sliding_window", "logits_soft_cap", "kv_cache_dtype", "k_scale", "v_scale",
                  "k_scale_ptr", "v_scale_ptr")
 
@@ -79,7 +84,25 @@ def _dtype_name(dt):
     return str(dt).replace("torch.", "")
 
 
+#: The largest finite float32: a Python float above it becomes inf in the kernels.
+_F32_MAX = 3.4028234663852886e38
+
+
+def _finite_f32(value):
+    """A Python float that stays finite when rounded to float32."""
+    return math.isfinite(value) and abs(value) <= _F32_MAX
+
+
+def _float_or_inf(value):
+    try:
+        return float(value)
+    except OverflowError:  # an int too large for a double
+        return math.inf
+
+
 def _int_arg(name, value):
+    if type(value) is int:
+        return value
     if isinstance(value, bool) or isinstance(value, torch.Tensor):
         raise TypeError("%s(): %s must be a Python int, got %s" % (_FN, name, type(value).__name__))
     try:
@@ -203,10 +226,10 @@ def _soft_cap_arg(value):
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError("%s(): logits_soft_cap must be a float, got %s"
                         % (_FN, type(value).__name__))
-    value = float(value)
-    if not math.isfinite(value) or value < 0.0:
-        raise ValueError("%s(): logits_soft_cap must be None, 0.0 (no cap) or finite and positive, "
-                         "got %r" % (_FN, value))
+    value = _float_or_inf(value)
+    if not _finite_f32(value) or value < 0.0:
+        raise ValueError("%s(): logits_soft_cap must be None, 0.0 (no cap) or finite and positive "
+                         "as a float32, got %r" % (_FN, value))
     return value
 
 
@@ -246,11 +269,13 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
         max_seq_len = 0
     else:
         max_seq_len = _int_arg("max_seq_len", max_seq_len)
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise TypeError("%s(): scale must be a float, got %s" % (_FN, type(scale).__name__))
-    scale = float(scale)
-    if not math.isfinite(scale):
-        raise ValueError("%s(): scale must be finite, got %r" % (_FN, scale))
+    if type(scale) is not float:
+        if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+            raise TypeError("%s(): scale must be a float, got %s" % (_FN, type(scale).__name__))
+        scale = _float_or_inf(scale)
+    if not _finite_f32(scale):
+        raise ValueError("%s(): scale must be finite as a float32 (the kernels' type), got %r"
+                         % (_FN, scale))
 
     # --- tensors and dtypes ------------------------------------------------
     q = _tensor("query", query)
@@ -298,7 +323,7 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
     if q.dim() != 3:
         raise _shape_error("query", "[num_seqs, num_heads, head_size]", q)
     S, H, D = q.shape
-    if tuple(out.shape) != (S, H, D):
+    if out.shape != (S, H, D):
         raise _shape_error("output", "[num_seqs, num_heads, head_size] = %s" % [S, H, D], out,
                            " (the query's)")
     if fp8 and D % FP8_X:
@@ -322,7 +347,7 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
     if block_size != BS:
         raise ValueError("%s(): block_size argument (%d) must equal key_cache.shape[3] (%d)"
                          % (_FN, block_size, BS))
-    if tuple(vc.shape) != (NB, KVH, D, BS):
+    if vc.shape != (NB, KVH, D, BS):
         raise _shape_error("value_cache", "[num_blocks, num_kv_heads, head_size, block_size] = %s"
                            % [NB, KVH, D, BS], vc)
     if KVH < 1 or H % KVH != 0:
@@ -336,26 +361,29 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
     if BS not in SUPPORTED_BLOCK_SIZES:
         raise NotImplementedError("%s(): block_size %d is not supported; supported: %s"
                                   % (_FN, BS, SUPPORTED_BLOCK_SIZES))
-    if bt.dim() != 2 or bt.shape[0] != S or bt.shape[1] < 1:
+    bts = bt.shape
+    if len(bts) != 2 or bts[0] != S or bts[1] < 1:
         raise _shape_error("block_tables", "[num_seqs = %d, max_blocks_per_seq >= 1]" % S, bt)
-    MB = bt.shape[1]
-    if tuple(sl.shape) != (S,):
+    MB = bts[1]
+    if sl.shape != (S,):
         raise _shape_error("seq_lens", "[num_seqs] = [%d]" % S, sl)
-    if es.dim() != 3 or es.shape[0] != S or es.shape[1] != H or es.shape[2] < 1:
+    ess = es.shape
+    if len(ess) != 3 or ess[0] != S or ess[1] != H or ess[2] < 1:
         raise _shape_error("exp_sums", "[num_seqs, num_heads, max_num_partitions] = [%d, %d, >= 1]"
                            % (S, H), es)
-    P = es.shape[2]
-    if tuple(ml.shape) != (S, H, P):
+    P = ess[2]
+    if ml.shape != (S, H, P):
         raise _shape_error("max_logits", "%s (exp_sums')" % [S, H, P], ml)
-    if tuple(tmp.shape) != (S, H, P, D):
+    if tmp.shape != (S, H, P, D):
         raise _shape_error("tmp_output", "[num_seqs, num_heads, max_num_partitions, head_size] = %s"
                            % [S, H, P, D], tmp)
-    for name, v in (("num_seqs", S), ("num_heads", H), ("num_blocks", NB),
-                    ("max_blocks_per_seq", MB), ("max_num_partitions", P),
-                    ("max_blocks_per_seq * block_size", MB * BS),
-                    ("max_num_partitions * %d" % PARTITION_SIZE, P * PARTITION_SIZE)):
-        if v > _INT32_MAX:
-            raise ValueError("%s(): %s (%d) does not fit in int32" % (_FN, name, v))
+    if max(S, H, NB, MB * BS, P * PARTITION_SIZE) > _INT32_MAX:
+        for name, v in (("num_seqs", S), ("num_heads", H), ("num_blocks", NB),
+                        ("max_blocks_per_seq", MB), ("max_num_partitions", P),
+                        ("max_blocks_per_seq * block_size", MB * BS),
+                        ("max_num_partitions * %d" % PARTITION_SIZE, P * PARTITION_SIZE)):
+            if v > _INT32_MAX:
+                raise ValueError("%s(): %s (%d) does not fit in int32" % (_FN, name, v))
 
     # --- max_seq_len against the block tables and the workspace -------------
     if max_seq_len < 0 or (max_seq_len == 0 and not fixed_grid and S > 0):
@@ -377,7 +405,7 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
         if alibi.dtype != torch.float32:
             raise TypeError("%s(): alibi_slopes must be float32, got %s"
                             % (_FN, _dtype_name(alibi.dtype)))
-        if tuple(alibi.shape) != (H,):
+        if alibi.shape != (H,):
             raise _shape_error("alibi_slopes", "[num_heads] = [%d]" % H, alibi)
 
     # --- layout -----------------------------------------------------------------
@@ -393,11 +421,12 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
             raise ValueError("%s(): %s must be contiguous (row-major, no gaps), got strides %s "
                              "for shape %s; pass %s.contiguous()"
                              % (_FN, name, tuple(t.stride()), list(t.shape), name))
-    for name, t in (("query", q), ("key_cache", kc), ("value_cache", vc), ("output", out),
-                    ("tmp_output", tmp)):
-        if t.data_ptr() % 16:
+    # The nine pointers in pa_decode_args order (the tensors' order), read once.
+    pointers = [t.data_ptr() for _, t in tensors[:9]]
+    for i in _ALIGNED_16:
+        if pointers[i] % 16:
             raise ValueError("%s(): %s must start at a 16-byte aligned address (the kernels use "
-                             "16-byte loads), got 0x%x" % (_FN, name, t.data_ptr()))
+                             "16-byte loads), got 0x%x" % (_FN, tensors[i][0], pointers[i]))
     for name, t in scale_tensors:
         if t.data_ptr() % 4:
             raise ValueError("%s(): %s must start at a 4-byte aligned address (one float32), "
@@ -427,6 +456,7 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
     c.scale = scale
     c.device_index = dev.index if dev.index is not None else torch.cuda.current_device()
     c.tensors = tensors
+    c.pointers = pointers
     c.alibi_slopes = alibi.data_ptr() if alibi is not None else 0
     c.sliding_window = window
     c.logits_soft_cap = soft_cap

@@ -108,12 +108,11 @@ def _current_stream(device_index):
 
 
 def _decode_args(c):
-    return _capi.DecodeArgs(
+    return _capi.pack_decode_args(
         c.dtype, c.tmp_dtype, c.num_seqs, c.num_heads, c.num_kv_heads, c.head_size,
         c.block_size, c.num_blocks, c.max_blocks_per_seq, c.max_num_partitions, PARTITION_SIZE,
-        c.max_seq_len, c.scale, *[t.data_ptr() for _, t in c.tensors[:9]],
-        c.alibi_slopes, c.sliding_window, c.logits_soft_cap,
-        c.kv_cache_dtype, c.k_scale, c.v_scale, c.k_scale_ptr, c.v_scale_ptr)
+        c.max_seq_len, c.scale, *c.pointers, c.alibi_slopes, c.sliding_window,
+        c.logits_soft_cap, c.kv_cache_dtype, c.k_scale, c.v_scale, c.k_scale_ptr, c.v_scale_ptr)
 
 
 def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,

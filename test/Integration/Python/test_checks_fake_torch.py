@@ -13,6 +13,7 @@
 import ctypes
 import inspect
 import os
+import struct
 import sys
 import types
 
@@ -452,6 +453,26 @@ def struct_layouts():
     assert ctypes.sizeof(P) == 192, ctypes.sizeof(P)
 
 
+def decode_args_packed_as_ctypes_would():
+    # pack_decode_args writes every field where ctypes' own constructor does:
+    # distinct values in every field, the padding zero in both.
+    D = _capi.DecodeArgs
+    values = []
+    for i, (name, ctype) in enumerate(D._fields_):
+        values.append(i + 0.5 if ctype is ctypes.c_float else (i + 1) * 0x10001)
+    packed = _capi.pack_decode_args(*values)
+    assert isinstance(packed, D)
+    assert bytes(packed) == bytes(D(*values)), (bytes(packed).hex(), bytes(D(*values)).hex())
+    for (name, _), v in zip(D._fields_, values):
+        assert getattr(packed, name) == v, (name, getattr(packed, name), v)
+    # Out of range: struct refuses where a ctypes field would wrap or round to inf.
+    for i, bad in ((2, 2 ** 31), (13, -1), (12, 1e39)):
+        wrong = list(values)
+        wrong[i] = bad
+        T.expect_raises((OverflowError, struct.error), [], _capi.pack_decode_args,
+                        *wrong)
+
+
 def body(r):
     r.run("signature is the seed's", signature_is_the_seeds)
     for name, args, exc, subs in T.refusal_cases(fake, make, "cuda:0", make_strided,
@@ -465,7 +486,7 @@ def body(r):
                mixed_devices_refused, scale_tensors, first_context_during_capture_refused,
                runtime_library_not_found, runtime_library_search_order, kernel_library_not_found,
                status_to_exception,
-               struct_layouts):
+               struct_layouts, decode_args_packed_as_ctypes_would):
         r.run(fn.__name__, fn)
 
 
