@@ -9,8 +9,8 @@ table, split over S programs per KV head or staged through shared memory, and
 do no attention arithmetic. What a probe takes bounds any kernel of its shape
 from below (docs/performance.md, section F).
 
-Usage (a CUDA GPU with torch, triton and nvcc; PYTHONPATH=runtime/python:scripts,
-PA_KERNEL_LIBRARY as for scripts/bench.py):
+Usage (a CUDA GPU with torch, triton and nvcc; PYTHONPATH and PA_KERNEL_LIBRARY as
+for scripts/bench.py):
   scripts/floor/b1_floor.py [--seed PATH] [--rounds N] [--kv-heads 8] [--length 512]
 """
 import argparse
@@ -20,14 +20,16 @@ import math
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 
 import torch
 
-import bench
-from paged_attn import paged_attention_v2
-
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # scripts/: bench.py's inputs and reference
+import bench  # noqa: E402
+from paged_attn import paged_attention_v2  # noqa: E402
+
 HEADS_PER_KV, HEAD, BLOCK = 4, 128, 16  # the probes' tile: 4 KB of K and of V per block
 
 
