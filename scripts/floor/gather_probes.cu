@@ -48,6 +48,22 @@ __device__ float programSum(float acc) {
   return total;
 }
 
+// Reads the K and V tiles of blocks [b0, b1) of the sequence (the block table
+// first, into shared memory) and returns their fold summed over the program.
+__device__ __forceinline__ float gatherRange(const uint4* kc, const uint4* vc, const int* bt,
+                                             int b0, int b1, int kvHeads, int kvHead) {
+  __shared__ int blk[256];
+  for (int i = threadIdx.x; i < b1 - b0; i += kThreads)
+    blk[i] = bt[b0 + i];
+  __syncthreads();
+  float acc = 0.f;
+  for (int i = 0; i < b1 - b0; ++i) {
+    size_t t = tileIndex(blk[i], kvHeads, kvHead);
+    acc += fold(kc[t], vc[t]);
+  }
+  return programSum(acc);
+}
+
 // out[j] from S partials: the log-sum-exp combine of the reduce kernel.
 // `load(t, i)` reads element i of partial t.
 template <typename Load>
@@ -69,18 +85,8 @@ __global__ void __launch_bounds__(kThreads)
 gather(const uint4* kc, const uint4* vc, const int* bt, int blocks, float* part, float* out,
        unsigned* counters, int fuse) {
   const int kvHead = blockIdx.x, kvHeads = gridDim.x, s = blockIdx.y, S = gridDim.y;
-  const int b0 = s * blocks / S, b1 = (s + 1) * blocks / S;
-  __shared__ int blk[256];
   __shared__ bool last;
-  for (int i = threadIdx.x; i < b1 - b0; i += kThreads)
-    blk[i] = bt[b0 + i];
-  __syncthreads();
-  float acc = 0.f;
-  for (int i = 0; i < b1 - b0; ++i) {
-    size_t t = tileIndex(blk[i], kvHeads, kvHead);
-    acc += fold(kc[t], vc[t]);
-  }
-  float total = programSum(acc);
+  float total = gatherRange(kc, vc, bt, s * blocks / S, (s + 1) * blocks / S, kvHeads, kvHead);
   float* mine = part + ((size_t)kvHead * S + s) * kPartial;
   for (int j = threadIdx.x; j < kPartial; j += kThreads)
     mine[j] = total + j;
@@ -110,18 +116,8 @@ gather_cluster(const uint4* kc, const uint4* vc, const int* bt, int blocks, floa
   cg::cluster_group cluster = cg::this_cluster();
   const int S = cluster.num_blocks(), s = cluster.block_rank();
   const int kvHead = blockIdx.y, kvHeads = gridDim.y;
-  const int b0 = s * blocks / S, b1 = (s + 1) * blocks / S;
-  __shared__ int blk[256];
   __shared__ float partial[kPartial];
-  for (int i = threadIdx.x; i < b1 - b0; i += kThreads)
-    blk[i] = bt[b0 + i];
-  __syncthreads();
-  float acc = 0.f;
-  for (int i = 0; i < b1 - b0; ++i) {
-    size_t t = tileIndex(blk[i], kvHeads, kvHead);
-    acc += fold(kc[t], vc[t]);
-  }
-  float total = programSum(acc);
+  float total = gatherRange(kc, vc, bt, s * blocks / S, (s + 1) * blocks / S, kvHeads, kvHead);
   for (int j = threadIdx.x; j < kPartial; j += kThreads)
     partial[j] = total + j;
   cluster.sync();
