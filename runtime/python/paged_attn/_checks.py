@@ -84,13 +84,14 @@ def _dtype_name(dt):
     return str(dt).replace("torch.", "")
 
 
-#: The largest finite float32: a Python float above it becomes inf in the kernels.
-_F32_MAX = 3.4028234663852886e38
+#: The smallest magnitude a double rounds to inf as a float32: the largest
+#: float32 plus half its last step (that midpoint rounds to even, up to inf).
+_F32_ROUNDS_TO_INF = 2.0 ** 128 - 2.0 ** 103
 
 
 def _finite_f32(value):
     """A Python float that stays finite when rounded to float32."""
-    return math.isfinite(value) and abs(value) <= _F32_MAX
+    return abs(value) < _F32_ROUNDS_TO_INF  # False for NaN too
 
 
 def _float_or_inf(value):
@@ -144,10 +145,7 @@ def _fp8_scale(name, value, kv_name):
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError("%s(): %s must be a float or a float32 CUDA tensor of one element, got %s"
                         % (_FN, name, type(value).__name__))
-    try:
-        v = float(value)
-    except OverflowError:
-        v = math.inf
+    v = _float_or_inf(value)
     f32 = ctypes.c_float(v).value
     if not (math.isfinite(f32) and f32 > 0.0):
         raise ValueError("%s(): %s must be finite and > 0 with kv_cache_dtype=%r (value = stored "
