@@ -6,10 +6,14 @@ memref-form decode_v2 op specialised to it and runs
 
     pa-opt VARIANT.mlir -paged-attn-to-ptx="chip=CHIP heads-per-program=H export-dir=OUT"
 
-so the runtime needs no MLIR. Runs the variants in parallel (-j).
+so the runtime needs no MLIR. With `--ptxas CHIP=PATH` the bundles of that
+chip also carry machine code (SASS): pa-opt assembles each PTX with that
+ptxas into a .cubin beside it (docs/bundle-format.md). A chip without one
+gets PTX only, and the build says so. Runs the variants in parallel (-j).
 
 Usage: build_library.py --pa-opt PATH --out DIR [--chips sm_70,sm_80,sm_90]
                         [--set library|covering|full] [-j N] [--only SUBSTR]
+                        [--ptxas sm_70=PATH ...]
                         [--pass-options "simt-piece-bytes=8 ..."]
 """
 import argparse
@@ -53,13 +57,15 @@ def variant_mlir(v):
 """
 
 
-def build_one(pa_opt, out, v, chip, extra=""):
+def build_one(pa_opt, out, v, chip, extra="", ptxas=None):
     with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
         f.write(variant_mlir(v))
         src = f.name
     try:
         opts = (f"chip={chip} heads-per-program={v['heads_per_program']} "
                 f"warps={variants.warps(v, chip)} export-dir={out} {extra}")
+        if ptxas:
+            opts += f" ptxas={ptxas}"
         if "twin_of" in v:  # a declared wide twin (variants.wide_twins)
             opts += f" wide-twin-of=pa_{v['twin_of']}"
         r = subprocess.run([pa_opt, src, f"-paged-attn-to-ptx={opts}", "-o", os.devnull],
@@ -67,6 +73,21 @@ def build_one(pa_opt, out, v, chip, extra=""):
         return v, chip, r.returncode, r.stderr
     finally:
         os.unlink(src)
+
+
+def usable_ptxas(pairs, chips):
+    """CHIP -> ptxas path for the chips whose ptxas exists; says which chips
+    get PTX only."""
+    found = {}
+    for pair in pairs:
+        chip, _, path = pair.partition("=")
+        if path and os.path.isfile(path) and os.access(path, os.X_OK):
+            found[chip] = path
+    for chip in chips:
+        if chip not in found:
+            print(f"note: no ptxas for {chip}: its bundles carry PTX only "
+                  f"(JIT-compiled by the driver on first use)")
+    return found
 
 
 def main():
@@ -78,15 +99,20 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--pass-options", default="",
                     help="more paged-attn-to-ptx options, for experiments")
+    ap.add_argument("--ptxas", action="append", default=[], metavar="CHIP=PATH",
+                    help="assemble CHIP's bundles to SASS with this ptxas (repeatable)")
     ap.add_argument("-j", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    ptxas = usable_ptxas(a.ptxas, a.chips.split(","))
     todo = [(v, c) for c in a.chips.split(",") for v in variants.variant_set(a.set, c)
             if a.only in variants.name(v, c)]
     start = time.time()
     failed = 0
     with cf.ThreadPoolExecutor(a.j) as pool:
-        for v, chip, rc, err in pool.map(lambda vc: build_one(a.pa_opt, a.out, *vc, a.pass_options), todo):
+        jobs = pool.map(lambda vc: build_one(a.pa_opt, a.out, *vc, a.pass_options,
+                                             ptxas.get(vc[1])), todo)
+        for v, chip, rc, err in jobs:
             if rc:
                 failed += 1
                 print(f"FAILED {variants.name(v, chip)} {chip}:\n{err}", file=sys.stderr)

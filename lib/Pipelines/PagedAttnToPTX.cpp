@@ -90,6 +90,7 @@ void mlir::paged_attn::buildPagedAttnToPTXPipeline(
     PagedAttnExportBundleOptions exportOptions;
     exportOptions.outputDir = options.exportDir;
     exportOptions.wideTwinOf = options.wideTwinOf;
+    exportOptions.ptxas = options.ptxas;
     pm.addPass(createPagedAttnExportBundle(exportOptions));
   }
 }
@@ -110,6 +111,9 @@ void mlir::paged_attn::registerPagedAttnPipelines() {
         if (!options.wideTwinOf.empty() && options.exportDir.empty())
           return errorHandler("paged-attn-to-ptx: wide-twin-of declares the "
                               "exported bundles twins; it needs export-dir");
+        if (!options.ptxas.empty() && options.exportDir.empty())
+          return errorHandler("paged-attn-to-ptx: ptxas assembles the "
+                              "exported bundles; it needs export-dir");
         buildPagedAttnToPTXPipeline(pm, options);
         return success();
       },

@@ -14,7 +14,9 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace mlir::paged_attn {
@@ -46,23 +48,65 @@ int64_t intOf(DictionaryAttr key, StringRef name) {
   return cast<IntegerAttr>(key.get(name)).getInt();
 }
 
-/// Writes `<dir>/<bundle>.ptx` and `.manifest`; returns an error message.
+/// Writes `ptx` to `path`; returns an error message.
+std::string writePtx(StringRef path, StringRef ptx) {
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec);
+  if (ec)
+    return "cannot write " + path.str() + ": " + ec.message();
+  out << ptx;
+  out.close();
+  return out.has_error() ? "cannot write " + path.str() : "";
+}
+
+/// Runs `ptxas -arch=<chip> -o <cubin> <ptx>`; returns an error message
+/// holding what ptxas printed.
+std::string assemble(StringRef ptxas, StringRef chip, StringRef ptxPath,
+                     StringRef cubinPath) {
+  llvm::SmallString<128> log;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("pa-ptxas", "log", log))
+    return "cannot create a temporary file: " + ec.message();
+  std::string arch = ("-arch=" + chip).str();
+  StringRef args[] = {ptxas, arch, "-o", cubinPath, ptxPath};
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
+                                          StringRef(log)};
+  std::string error;
+  int rc = llvm::sys::ExecuteAndWait(ptxas, args, /*Env=*/std::nullopt,
+                                     redirects, /*SecondsToWait=*/0,
+                                     /*MemoryLimit=*/0, &error);
+  std::string printed;
+  if (auto text = llvm::MemoryBuffer::getFile(log))
+    printed = (*text)->getBuffer().trim().str();
+  llvm::sys::fs::remove(log);
+  if (rc == 0)
+    return "";
+  return (ptxas + " " + arch + " " + ptxPath + " failed" +
+          (error.empty() ? "" : ": " + error) + ": " + printed)
+      .str();
+}
+
+/// Writes `<dir>/<bundle>.ptx`, with `ptxas` also `<bundle>.cubin`, and
+/// `.manifest`; returns an error message.
 std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
-                        StringRef chip, StringRef ptx, StringRef twinOf) {
+                        StringRef chip, StringRef ptx, StringRef twinOf,
+                        StringRef ptxas) {
   std::string chipTag = chip.str();
   chipTag.erase(std::remove(chipTag.begin(), chipTag.end(), '_'),
                 chipTag.end()); // sm_70 -> sm70
   std::string bundle = (variant + "_" + chipTag).str();
-  llvm::SmallString<256> ptxPath(dir), manifestPath(dir);
+  llvm::SmallString<256> ptxPath(dir), cubinPath(dir), manifestPath(dir);
   llvm::sys::path::append(ptxPath, bundle + ".ptx");
+  llvm::sys::path::append(cubinPath, bundle + ".cubin");
   llvm::sys::path::append(manifestPath, bundle + ".manifest");
 
-  std::error_code ec;
-  llvm::raw_fd_ostream ptxOut(ptxPath, ec);
-  if (ec)
-    return "cannot write " + ptxPath.str().str() + ": " + ec.message();
-  ptxOut << ptx;
+  std::string err = writePtx(ptxPath, ptx);
+  if (err.empty() && !ptxas.empty())
+    err = assemble(ptxas, chip, ptxPath, cubinPath);
+  if (!err.empty())
+    return err;
 
+  std::error_code ec;
   llvm::raw_fd_ostream m(manifestPath, ec);
   if (ec)
     return "cannot write " + manifestPath.str().str() + ": " + ec.message();
@@ -74,8 +118,10 @@ std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
   m << "paged_attn-bundle 1\n"
     << "name " << bundle << "\n"
     << "chip " << chip << "\n"
-    << "ptx " << bundle << ".ptx\n"
-    << "dtype " << type("dtype") << "\n"
+    << "ptx " << bundle << ".ptx\n";
+  if (!ptxas.empty())
+    m << "sass " << chip << " " << bundle << ".cubin\n";
+  m << "dtype " << type("dtype") << "\n"
     << "cache_dtype " << type("cache_dtype") << "\n"
     << "tmp_dtype " << type("tmp_dtype") << "\n"
     << "head_size " << intOf(key, "head_size") << "\n"
@@ -143,9 +189,9 @@ struct ExportBundlePass
         std::string err = writeBundle(outputDir, binary.getName(), key,
                                       target.getChip(),
                                       object.getObject().getValue(),
-                                      wideTwinOf);
+                                      wideTwinOf, ptxas);
         if (!err.empty()) {
-          binary.emitError(err);
+          mlir::emitError(binary.getLoc(), err); // no op dump: the PTX is large
           return signalPassFailure();
         }
       }

@@ -2,9 +2,12 @@
 //
 // A pa_context owns the driver table, the device's primary context and the
 // loaded bundles; nothing lives outside it, so several contexts (one per GPU)
-// work side by side. Loading parses the manifest, refuses chips newer than
-// the device, JIT-compiles the PTX and checks that every kernel can run with
-// the block size its manifest states.
+// work side by side. Loading a bundle or a library only indexes it: parses
+// the manifest, refuses chips newer than the device and checks that its
+// files exist. A bundle's module loads on its first use (loadModuleOnce,
+// thread-safe) or on a preload: its SASS on a device of exactly its chip,
+// else its PTX through the driver's JIT; then every kernel is checked to run
+// with the block size its manifest states.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 #include <dirent.h>
+#include <unistd.h>
 
 namespace pa {
 
@@ -55,10 +59,15 @@ static void unloadModule(const DriverApi &api, LoadedModule &m) {
   m = LoadedModule();
 }
 
-/// JIT-loads the PTX into the context's primary context (already current)
-/// and resolves the kernels; on failure nothing stays loaded.
-static pa_status loadModuleCurrent(const pa_context &ctx, BundleDesc &desc,
-                                   const std::string &ptx, LoadedModule &out) {
+static pa_status resolveKernels(const pa_context &ctx, const BundleDesc &desc,
+                                const std::string &what, LoadedModule &m);
+
+/// Loads `image` (PTX text or a cubin) into the context's primary context
+/// (already current) and resolves the kernels; on failure nothing stays
+/// loaded. `what` names the file in messages.
+static pa_status loadImageCurrent(const pa_context &ctx, const BundleDesc &desc,
+                                  const std::string &image,
+                                  const std::string &what, LoadedModule &out) {
   const DriverApi &api = ctx.api;
   char errorLog[8192] = "";
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
@@ -66,65 +75,16 @@ static pa_status loadModuleCurrent(const pa_context &ctx, BundleDesc &desc,
   void *values[] = {errorLog, reinterpret_cast<void *>(sizeof(errorLog))};
   LoadedModule m;
   CUresult result =
-      api.cuModuleLoadDataEx(&m.module, ptx.c_str(), 2, options, values);
+      api.cuModuleLoadDataEx(&m.module, image.c_str(), 2, options, values);
   if (result != CUDA_SUCCESS) {
-    pa_status status = cudaStatus(api, result,
-                                  "JIT-loading the PTX '%s' of "
-                                  "bundle '%s'",
-                                  desc.ptxPath.c_str(), desc.name.c_str());
+    pa_status status = cudaStatus(api, result, "loading '%s' of bundle '%s'",
+                                  what.c_str(), desc.name.c_str());
     if (errorLog[0])
       appendMessage(status, "; JIT log: %s", errorLog);
     return status;
   }
-  for (int r = 0; r < kNumRoles; ++r) {
-    const KernelDesc &kernel = desc.kernels[r];
-    if (!kernel.present)
-      continue;
-    if (api.cuModuleGetFunction(&m.functions[r], m.module,
-                                kernel.symbol.c_str()) != CUDA_SUCCESS) {
-      unloadModule(api, m);
-      return makeStatus(PA_ERROR_BUNDLE,
-                        "%s: the %s kernel '%s' is not in the PTX '%s'",
-                        desc.manifestPath.c_str(), roleName(Role(r)),
-                        kernel.symbol.c_str(), desc.ptxPath.c_str());
-    }
-    int maxThreads = 0;
-    CUresult attr = api.cuFuncGetAttribute(
-        &maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, m.functions[r]);
-    if (attr != CUDA_SUCCESS) {
-      pa_status status = cudaStatus(api, attr, "cuFuncGetAttribute of '%s'",
-                                    kernel.symbol.c_str());
-      unloadModule(api, m);
-      return status;
-    }
-    if (maxThreads < kernel.threads) {
-      unloadModule(api, m);
-      return makeStatus(PA_ERROR_BUNDLE,
-                        "%s: the %s kernel '%s' is launched with %d threads "
-                        "but compiles to at most %d per block on device %d "
-                        "(registers)",
-                        desc.manifestPath.c_str(), roleName(Role(r)),
-                        kernel.symbol.c_str(), kernel.threads, maxThreads,
-                        ctx.info.ordinal);
-    }
-  }
-  // Programs of the partition kernel one SM holds at once, reported in
-  // pa_plan.resident_programs: what a partition rule counting waves needs.
-  const KernelDesc &partition = desc.kernel(Role::Partition);
-  CUresult occupancy = api.cuOccupancyMaxActiveBlocksPerMultiprocessor(
-      &desc.residentPrograms, m.functions[int(Role::Partition)],
-      partition.threads, /*dynamicSMemSize=*/0);
-  if (occupancy != CUDA_SUCCESS || desc.residentPrograms < 1) {
-    pa_status status =
-        occupancy != CUDA_SUCCESS
-            ? cudaStatus(api, occupancy,
-                         "cuOccupancyMaxActiveBlocksPerMultiprocessor of '%s'",
-                         partition.symbol.c_str())
-            : makeStatus(PA_ERROR_BUNDLE,
-                         "%s: the partition kernel '%s' cannot be resident "
-                         "with %d threads on device %d",
-                         desc.manifestPath.c_str(), partition.symbol.c_str(),
-                         partition.threads, ctx.info.ordinal);
+  pa_status status = resolveKernels(ctx, desc, what, m);
+  if (!isOk(status)) {
     unloadModule(api, m);
     return status;
   }
@@ -132,13 +92,132 @@ static pa_status loadModuleCurrent(const pa_context &ctx, BundleDesc &desc,
   return okStatus();
 }
 
-static pa_status loadModule(const pa_context &ctx, BundleDesc &desc,
-                            const std::string &ptx, LoadedModule &out) {
+/// Looks up every kernel the manifest names in `m` and checks that it runs
+/// with the block size the manifest states; sets desc.residentPrograms.
+static pa_status resolveKernels(const pa_context &ctx, const BundleDesc &desc,
+                                const std::string &what, LoadedModule &m) {
+  const DriverApi &api = ctx.api;
+  for (int r = 0; r < kNumRoles; ++r) {
+    const KernelDesc &kernel = desc.kernels[r];
+    if (!kernel.present)
+      continue;
+    if (api.cuModuleGetFunction(&m.functions[r], m.module,
+                                kernel.symbol.c_str()) != CUDA_SUCCESS)
+      return makeStatus(PA_ERROR_BUNDLE,
+                        "%s: the %s kernel '%s' is not in '%s'",
+                        desc.manifestPath.c_str(), roleName(Role(r)),
+                        kernel.symbol.c_str(), what.c_str());
+    int maxThreads = 0;
+    PA_CUDA_RETURN_IF_ERROR(
+        api,
+        api.cuFuncGetAttribute(&maxThreads,
+                               CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                               m.functions[r]),
+        "cuFuncGetAttribute of '%s'", kernel.symbol.c_str());
+    if (maxThreads < kernel.threads)
+      return makeStatus(PA_ERROR_BUNDLE,
+                        "%s: the %s kernel '%s' is launched with %d threads "
+                        "but compiles to at most %d per block on device %d "
+                        "(registers)",
+                        desc.manifestPath.c_str(), roleName(Role(r)),
+                        kernel.symbol.c_str(), kernel.threads, maxThreads,
+                        ctx.info.ordinal);
+  }
+  // Programs of the partition kernel one SM holds at once, reported in
+  // pa_plan.resident_programs: what a partition rule counting waves needs.
+  const KernelDesc &partition = desc.kernel(Role::Partition);
+  int resident = 0;
+  PA_CUDA_RETURN_IF_ERROR(
+      api,
+      api.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+          &resident, m.functions[int(Role::Partition)], partition.threads,
+          /*dynamicSMemSize=*/0),
+      "cuOccupancyMaxActiveBlocksPerMultiprocessor of '%s'",
+      partition.symbol.c_str());
+  if (resident < 1)
+    return makeStatus(PA_ERROR_BUNDLE,
+                      "%s: the partition kernel '%s' cannot be resident "
+                      "with %d threads on device %d",
+                      desc.manifestPath.c_str(), partition.symbol.c_str(),
+                      partition.threads, ctx.info.ordinal);
+  desc.residentPrograms = resident;
+  return okStatus();
+}
+
+/// Whether the bundle's SASS is for exactly this device's chip.
+static bool sassRunsHere(const BundleDesc &desc, const DeviceInfo &device) {
+  return !desc.sassPath.empty() && desc.chipVersion == device.smVersion;
+}
+
+/// Loads the bundle's SASS where it runs on the device, else (or if the
+/// SASS will not load) its PTX; the context is current.
+static pa_status loadBundleModuleCurrent(const pa_context &ctx,
+                                         const BundleDesc &desc,
+                                         ModuleSlot &slot) {
+  pa_status sassStatus = okStatus();
+  if (sassRunsHere(desc, ctx.info)) {
+    std::string cubin;
+    sassStatus = readFile(desc.sassPath, "SASS", cubin);
+    if (isOk(sassStatus))
+      sassStatus = loadImageCurrent(ctx, desc, cubin, desc.sassPath,
+                                    slot.module);
+    if (isOk(sassStatus)) {
+      slot.source = ModuleSource::Sass;
+      return okStatus();
+    }
+  }
+  std::string ptx;
+  PA_RETURN_IF_ERROR(readFile(desc.ptxPath, "PTX", ptx));
+  PA_RETURN_IF_ERROR(checkPtxTarget(desc, ptx));
+  pa_status status = loadImageCurrent(ctx, desc, ptx, desc.ptxPath,
+                                      slot.module);
+  if (!isOk(status)) {
+    if (!isOk(sassStatus))
+      appendMessage(status, " (its SASS would not load either: %s)",
+                    sassStatus.message);
+    return status;
+  }
+  slot.source = isOk(sassStatus) ? ModuleSource::Ptx
+                                 : ModuleSource::PtxAfterSass;
+  return okStatus();
+}
+
+/// PA_ERROR_CAPTURE when `stream` is capturing a CUDA graph.
+static pa_status refuseDuringCapture(const pa_context &ctx,
+                                     const BundleDesc &desc, CUstream stream) {
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  PA_CUDA_RETURN_IF_ERROR(ctx.api, ctx.api.cuStreamIsCapturing(stream, &capture),
+                          "cuStreamIsCapturing");
+  if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
+    return makeStatus(PA_ERROR_CAPTURE,
+                      "bundle '%s' is used for the first time while the "
+                      "stream captures a CUDA graph, and a module cannot be "
+                      "loaded then: preload it before capturing "
+                      "(pa_context_preload, or one call outside the capture)",
+                      desc.name.c_str());
+  return okStatus();
+}
+
+pa_status loadModuleOnce(const pa_context &ctx, int variant, CUstream stream,
+                         bool checkCapture) {
+  if (!ctx.api.library)
+    return okStatus(); // a host-only context loads nothing
+  ModuleSlot &slot = *ctx.modules[variant];
+  if (slot.ready.load(std::memory_order_acquire))
+    return okStatus();
+  const BundleDesc &desc = ctx.variants[variant];
+  if (checkCapture)
+    PA_RETURN_IF_ERROR(refuseDuringCapture(ctx, desc, stream));
+  std::lock_guard<std::mutex> lock(ctx.loadMutex);
+  if (slot.ready.load(std::memory_order_relaxed))
+    return okStatus(); // another thread loaded it meanwhile
   PA_CUDA_RETURN_IF_ERROR(ctx.api, ctx.api.cuCtxPushCurrent(ctx.primary),
                           "cuCtxPushCurrent (device %d)", ctx.info.ordinal);
-  pa_status status = loadModuleCurrent(ctx, desc, ptx, out);
+  pa_status status = loadBundleModuleCurrent(ctx, desc, slot);
   CUcontext popped = nullptr;
   ctx.api.cuCtxPopCurrent(&popped);
+  if (isOk(status))
+    slot.ready.store(true, std::memory_order_release);
   return status;
 }
 
@@ -147,7 +226,7 @@ static void dropVariantsFrom(pa_context &ctx, size_t from) {
   if (ctx.primary && ctx.modules.size() > from &&
       ctx.api.cuCtxPushCurrent(ctx.primary) == CUDA_SUCCESS) {
     for (size_t i = ctx.modules.size(); i-- > from;)
-      unloadModule(ctx.api, ctx.modules[i]);
+      unloadModule(ctx.api, ctx.modules[i]->module);
     CUcontext popped = nullptr;
     ctx.api.cuCtxPopCurrent(&popped);
   }
@@ -157,8 +236,18 @@ static void dropVariantsFrom(pa_context &ctx, size_t from) {
   ctx.index.rebuild(ctx.variants);
 }
 
-/// Loads one bundle. With `skipNewer`, a bundle for a newer chip is skipped
-/// (`skipped` set) rather than refused.
+/// PA_ERROR_IO unless `path` names a readable file.
+static pa_status checkReadable(const BundleDesc &desc, const std::string &path,
+                               const char *what) {
+  if (access(path.c_str(), R_OK) != 0)
+    return makeStatus(PA_ERROR_IO, "%s: cannot open %s '%s': %s",
+                      desc.manifestPath.c_str(), what, path.c_str(),
+                      std::strerror(errno));
+  return okStatus();
+}
+
+/// Indexes one bundle (its module loads on first use). With `skipNewer`, a
+/// bundle for a newer chip is skipped (`skipped` set) rather than refused.
 static pa_status loadBundle(pa_context &ctx, const std::string &path,
                             bool skipNewer, bool &skipped) {
   skipped = false;
@@ -178,14 +267,11 @@ static pa_status loadBundle(pa_context &ctx, const std::string &path,
     }
     return chip;
   }
-  std::string ptx;
-  PA_RETURN_IF_ERROR(readFile(desc.ptxPath, "PTX", ptx));
-  PA_RETURN_IF_ERROR(checkPtxTarget(desc, ptx));
-  LoadedModule module;
-  if (ctx.api.library)
-    PA_RETURN_IF_ERROR(loadModule(ctx, desc, ptx, module));
+  PA_RETURN_IF_ERROR(checkReadable(desc, desc.ptxPath, "PTX"));
+  if (sassRunsHere(desc, ctx.info))
+    PA_RETURN_IF_ERROR(checkReadable(desc, desc.sassPath, "SASS"));
   ctx.variants.push_back(std::move(desc));
-  ctx.modules.push_back(module);
+  ctx.modules.push_back(std::make_unique<ModuleSlot>());
   pa_status linked = linkWideTwin(ctx.variants, ctx.variants.size() - 1);
   if (!isOk(linked)) {
     dropVariantsFrom(ctx, ctx.variants.size() - 1);
@@ -333,7 +419,8 @@ PA_EXPORT pa_status pa_context_load_library(pa_context *ctx, const char *dir) {
                       names.size(), dir, ctx->info.ordinal, ctx->info.smVersion,
                       skippedNames.c_str());
   pa_status status = okStatus();
-  appendMessage(status, "loaded %zu bundle(s) from '%s'", loaded, dir);
+  appendMessage(status, "indexed %zu bundle(s) from '%s' (modules load on "
+                        "first use)", loaded, dir);
   if (skipped)
     appendMessage(status,
                   "; skipped %d compiled for chips newer than sm_%d: %s",
@@ -343,4 +430,83 @@ PA_EXPORT pa_status pa_context_load_library(pa_context *ctx, const char *dir) {
 
 PA_EXPORT size_t pa_context_num_variants(const pa_context *ctx) {
   return ctx ? ctx->variants.size() : 0;
+}
+
+/// The bundles calls like `args` may run (for a preload): the variant chosen
+/// for its key and that variant's wide twin.
+static pa_status variantsServing(const pa_context &ctx,
+                                 const pa_decode_args &args,
+                                 std::vector<int> &out) {
+  if (args.num_heads <= 0 || args.num_kv_heads <= 0 ||
+      args.num_heads % args.num_kv_heads != 0)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "num_heads (%d) must be a positive multiple of "
+                      "num_kv_heads (%d)",
+                      args.num_heads, args.num_kv_heads);
+  VariantKey key = variantKeyOf(args);
+  int chosen = selectVariant(ctx.variants, ctx.index, ctx.info, key);
+  if (chosen < 0)
+    return makeStatus(PA_ERROR_UNSUPPORTED,
+                      "no indexed variant serves dtype %s, cache_dtype %s, "
+                      "tmp_dtype %s, head_size %d, block_size %d (group "
+                      "size %d)",
+                      dtypeName(key.dtype) ? dtypeName(key.dtype) : "?",
+                      elemTypeName(key.cacheType()) ? elemTypeName(key.cacheType()) : "?",
+                      dtypeName(key.tmpDtype) ? dtypeName(key.tmpDtype) : "?",
+                      key.headSize, key.blockSize, key.groupSize);
+  out = {chosen};
+  if (ctx.variants[chosen].wideTwin >= 0)
+    out.push_back(ctx.variants[chosen].wideTwin);
+  return okStatus();
+}
+
+PA_EXPORT pa_status pa_context_preload(pa_context *ctx,
+                                       const pa_decode_args *args,
+                                       size_t count) {
+  if (!ctx)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT, "ctx is null");
+  if (!args && count)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT, "args is null");
+  for (size_t i = 0; i < count; ++i) {
+    std::vector<int> used;
+    pa_status status = variantsServing(*ctx, args[i], used);
+    for (size_t k = 0; isOk(status) && k < used.size(); ++k)
+      status = loadModuleOnce(*ctx, used[k], nullptr, /*checkCapture=*/false);
+    if (!isOk(status)) {
+      pa_status out = makeStatus(status.code, "preloading key %zu: %s", i,
+                                 status.message);
+      std::memcpy(out.driver_error, status.driver_error,
+                  sizeof(out.driver_error));
+      return out;
+    }
+  }
+  return okStatus();
+}
+
+PA_EXPORT pa_status pa_context_preload_all(pa_context *ctx) {
+  if (!ctx)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT, "ctx is null");
+  for (size_t i = 0; i < ctx->variants.size(); ++i)
+    PA_RETURN_IF_ERROR(
+        loadModuleOnce(*ctx, int(i), nullptr, /*checkCapture=*/false));
+  return okStatus();
+}
+
+PA_EXPORT pa_status pa_context_library_stats(const pa_context *ctx,
+                                             pa_library_stats *out) {
+  if (!ctx)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT, "ctx is null");
+  if (!out)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT, "out is null");
+  *out = pa_library_stats();
+  out->bundles = ctx->variants.size();
+  for (const std::unique_ptr<ModuleSlot> &slot : ctx->modules) {
+    if (!slot->ready.load(std::memory_order_acquire))
+      continue;
+    ++out->modules_loaded;
+    out->loaded_sass += slot->source == ModuleSource::Sass;
+    out->loaded_ptx += slot->source != ModuleSource::Sass;
+    out->sass_fallbacks += slot->source == ModuleSource::PtxAfterSass;
+  }
+  return okStatus();
 }

@@ -34,7 +34,8 @@ namespace pa {
   X(cuModuleUnload)                                                            \
   X(cuFuncGetAttribute)                                                        \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                               \
-  X(cuLaunchKernel)
+  X(cuLaunchKernel)                                                             \
+  X(cuStreamIsCapturing)
 
 struct DriverApi {
   /// dlopen handle; null when no driver is loaded.

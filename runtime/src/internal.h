@@ -16,7 +16,10 @@
 #include "status.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -184,6 +187,9 @@ struct BundleDesc {
   bool chipArchSpecific = false; // "sm_90a": runs on exactly that chip
   std::string ptx;               // as written in the manifest
   std::string ptxPath;           // resolved against the manifest's folder
+  std::string sassChip;          // `sass CHIP FILE`: the chip, or empty
+  std::string sass;              // the FILE as written, or empty
+  std::string sassPath;          // resolved like ptxPath, or empty
   pa_dtype dtype = PA_F16;
   ElemType cacheDtype = kElemF16; // dtype, or an fp8 type
   pa_dtype tmpDtype = PA_F32;
@@ -194,9 +200,12 @@ struct BundleDesc {
   int tokenStep = 0;
   KernelDesc kernels[kNumRoles];
   /// Partition programs one SM holds at once on the context's device: the
-  /// driver's occupancy of the JIT-compiled partition kernel, set when the
-  /// bundle is loaded. 0 where unknown (host contexts load no PTX).
-  int residentPrograms = 0;
+  /// driver's occupancy of the partition kernel, set when the bundle's
+  /// module loads (on first use). 0 where unknown (not loaded yet, or a host
+  /// context, which loads nothing).
+  /// Written once by loadModuleOnce, under the context's load mutex and
+  /// before the module is published, hence mutable.
+  mutable int residentPrograms = 0;
   /// The bundle this one is the declared wide twin of (`wide_twin_of`), or
   /// empty. A declared twin serves the same calls as that bundle, possibly
   /// with another kernel and tile; selectVariant never picks it itself.
@@ -351,6 +360,20 @@ pa_status planPartitions(const DeviceInfo &device, const BundleDesc &variant,
                          int64_t programsPerPartition, int32_t &partitionTokens,
                          int32_t &numPartitions);
 
+/// Loads bundles' modules on first use (the context's lazy loading).
+/// planDecode asks it for each bundle it plans on before reading the
+/// bundle's residentPrograms, which the module's occupancy sets.
+class ModuleLoader {
+public:
+  virtual ~ModuleLoader() = default;
+  /// OK once descs[variant]'s module is loaded (at once if it already is).
+  virtual pa_status ensure(int variant) const = 0;
+};
+
+/// The key a call asks for (its dtype, cache type, tmp dtype, sizes and
+/// features); reads only those fields of `args`.
+VariantKey variantKeyOf(const pa_decode_args &args);
+
 /// Everything a launch needs, decided on the host.
 struct DecodePlan {
   int variant = -1; // index into the context's variants
@@ -367,10 +390,13 @@ struct DecodePlan {
 /// manifest's expressions, checked against CUDA's limits) and, when
 /// `checkPointers`, the device pointers. With `index` (the variants' index)
 /// the variant is chosen among the bundles it holds for the call's key.
+/// With `loader`, every bundle planned on is loaded first (its errors
+/// returned).
 pa_status planDecode(const DeviceInfo &device,
                      const std::vector<BundleDesc> &variants,
                      const pa_decode_args &args, bool checkPointers,
-                     DecodePlan &plan, const VariantIndex *index = nullptr);
+                     DecodePlan &plan, const VariantIndex *index = nullptr,
+                     const ModuleLoader *loader = nullptr);
 
 /// Copies `plan` into the public struct.
 void exportPlan(const DecodePlan &plan, const BundleDesc &variant,
@@ -407,6 +433,18 @@ struct LoadedModule {
   CUfunction functions[kNumRoles] = {nullptr, nullptr, nullptr};
 };
 
+/// Where a bundle's module came from.
+enum class ModuleSource { NotLoaded, Sass, Ptx, PtxAfterSass };
+
+/// One indexed bundle's module, loaded on first use (loadModuleOnce): the
+/// first caller loads it under the context's load mutex, later callers see
+/// `ready` and read `module` without locking.
+struct ModuleSlot {
+  std::atomic<bool> ready{false};
+  LoadedModule module;
+  ModuleSource source = ModuleSource::NotLoaded;
+};
+
 /// A context with no driver, for the host-only tests: plans and checks like
 /// a real one on `device`; pa_context_load_bundle parses manifests and checks
 /// chips but loads no PTX; pa_decode_v2 fails with PA_ERROR_CUDA after its
@@ -421,9 +459,25 @@ struct pa_context {
   CUdevice device = 0;
   CUcontext primary = nullptr;
   pa::DeviceInfo info;
+  /// The indexed bundles (manifests). Changed only by pa_context_load_*,
+  /// which must not run concurrently with calls on the context.
   std::vector<pa::BundleDesc> variants;
-  std::vector<pa::LoadedModule> modules; // parallel to variants
-  pa::VariantIndex index;                // of variants
+  /// Parallel to variants: each bundle's module, loaded on first use. Calls
+  /// on any thread may load them (under loadMutex).
+  std::vector<std::unique_ptr<pa::ModuleSlot>> modules;
+  pa::VariantIndex index; // of variants
+  mutable std::mutex loadMutex;
 };
+
+namespace pa {
+/// Loads `ctx.variants[variant]`'s module unless it is loaded: the SASS
+/// where the device is exactly the bundle's chip (the PTX if the SASS will
+/// not load), else the PTX through the driver's JIT. Thread-safe; a failure
+/// leaves the slot unloaded and is returned. With `stream` capturing a CUDA
+/// graph, a module that is not loaded yet is refused with PA_ERROR_CAPTURE.
+/// A host-only context loads nothing.
+pa_status loadModuleOnce(const pa_context &ctx, int variant, CUstream stream,
+                         bool checkCapture);
+} // namespace pa
 
 #endif // PA_RUNTIME_SRC_INTERNAL_H

@@ -136,7 +136,7 @@ static pa_status launchKernel(const pa_context &ctx, int variantIndex,
   marshalParams(kernel, args, plan, params);
   PA_CUDA_RETURN_IF_ERROR(
       ctx.api,
-      ctx.api.cuLaunchKernel(ctx.modules[variantIndex].functions[int(role)],
+      ctx.api.cuLaunchKernel(ctx.modules[variantIndex]->module.functions[int(role)],
                              grid[0], grid[1], grid[2], block[0], block[1],
                              block[2], /*sharedMemBytes=*/0, stream,
                              params.pointers, /*extra=*/nullptr),
@@ -158,6 +158,22 @@ static pa_status launchPlan(const pa_context &ctx, const pa_decode_args &args,
                       plan.reduceBlock, args, plan, stream);
 }
 
+/// The context's lazy loading as planDecode sees it: loads on the calling
+/// thread, refusing (with `checkCapture`) while `stream` captures a graph.
+class ContextLoader final : public ModuleLoader {
+public:
+  ContextLoader(const pa_context &ctx, CUstream stream, bool checkCapture)
+      : ctx(ctx), stream(stream), checkCapture(checkCapture) {}
+  pa_status ensure(int variant) const override {
+    return loadModuleOnce(ctx, variant, stream, checkCapture);
+  }
+
+private:
+  const pa_context &ctx;
+  CUstream stream;
+  bool checkCapture;
+};
+
 } // namespace pa
 
 using namespace pa;
@@ -169,8 +185,10 @@ PA_EXPORT pa_status pa_decode_v2(pa_context *ctx, const pa_decode_args *args,
   if (!args)
     return makeStatus(PA_ERROR_INVALID_ARGUMENT, "args is null");
   DecodePlan plan;
+  ContextLoader loader(*ctx, stream, /*checkCapture=*/true);
   PA_RETURN_IF_ERROR(planDecode(ctx->info, ctx->variants, *args,
-                                /*checkPointers=*/true, plan, &ctx->index));
+                                /*checkPointers=*/true, plan, &ctx->index,
+                                &loader));
   if (!ctx->api.library)
     return makeStatus(PA_ERROR_CUDA,
                       "this context has no CUDA driver (a host-only context "
@@ -198,9 +216,10 @@ PA_EXPORT pa_status pa_plan_decode_v2(const pa_context *ctx,
   if (!plan)
     return makeStatus(PA_ERROR_INVALID_ARGUMENT, "plan is null");
   DecodePlan decided;
+  ContextLoader loader(*ctx, nullptr, /*checkCapture=*/false);
   PA_RETURN_IF_ERROR(planDecode(ctx->info, ctx->variants, *args,
-                                /*checkPointers=*/false, decided,
-                                &ctx->index));
+                                /*checkPointers=*/false, decided, &ctx->index,
+                                &loader));
   exportPlan(decided, ctx->variants[decided.variant], *plan);
   return okStatus();
 }

@@ -250,6 +250,7 @@ private:
   pa_status parseParams(int line, const std::vector<std::string> &words);
   pa_status parseGrid(int line, const std::vector<std::string> &words);
   pa_status parseTwinOf(int line, const std::vector<std::string> &words);
+  pa_status parseSass(int line, const std::vector<std::string> &words);
   pa_status parseMagic(const std::vector<std::string> &words);
   pa_status checkComplete();
 
@@ -260,6 +261,7 @@ private:
   int paramsLine[kNumRoles] = {};
   int gridLine[kNumRoles] = {};
   int twinOfLine = 0;
+  int sassLine = 0;
 };
 
 pa_status ManifestParser::error(int line, const char *fmt, ...) {
@@ -334,6 +336,8 @@ pa_status ManifestParser::parseLine(int line,
     return parseGrid(line, words);
   if (key == "wide_twin_of")
     return parseTwinOf(line, words);
+  if (key == "sass")
+    return parseSass(line, words);
   if (key == "paged_attn-bundle")
     return error(line, "the magic 'paged_attn-bundle' may only be the first "
                        "line");
@@ -507,6 +511,35 @@ pa_status ManifestParser::parseTwinOf(int line,
   return okStatus();
 }
 
+pa_status ManifestParser::parseSass(int line,
+                                    const std::vector<std::string> &words) {
+  // sass CHIP FILE (optional): the PTX assembled for CHIP, which must be the
+  // bundle's chip; loaded instead of the PTX on a device of exactly it.
+  if (sassLine)
+    return error(line, "duplicate record 'sass' (first at line %d)", sassLine);
+  if (words.size() != 3)
+    return error(line, "expected 'sass CHIP FILE'");
+  sassLine = line;
+  int version = 0;
+  bool specific = false;
+  if (!parseChip(words[1], version, specific))
+    return error(line, "bad chip '%s' in 'sass' (expected sm_XY)",
+                 words[1].c_str());
+  out.sassChip = words[1];
+  out.sass = words[2];
+  return okStatus();
+}
+
+/// `file` resolved against the folder of the manifest at `manifest`.
+static std::string besideManifest(const std::string &manifest,
+                                  const std::string &file) {
+  if (!file.empty() && file[0] == '/')
+    return file;
+  size_t slash = manifest.rfind('/');
+  return slash == std::string::npos ? file
+                                    : manifest.substr(0, slash + 1) + file;
+}
+
 pa_status ManifestParser::checkComplete() {
   for (int s = 0; s < kNumScalars; ++s)
     if (!scalarLine[s])
@@ -548,15 +581,15 @@ pa_status ManifestParser::checkComplete() {
     return error(scalarLine[kHeadSize],
                  "head_size %d is not a multiple of x = %d (16 bytes of %s)",
                  out.headSize, x, elemTypeName(out.cacheDtype));
-  // The PTX sits beside the manifest unless the path is absolute.
-  if (!out.ptx.empty() && out.ptx[0] == '/') {
-    out.ptxPath = out.ptx;
-  } else {
-    size_t slash = path.rfind('/');
-    out.ptxPath = slash == std::string::npos
-                      ? out.ptx
-                      : path.substr(0, slash + 1) + out.ptx;
-  }
+  if (sassLine && out.sassChip != out.chip)
+    return error(sassLine,
+                 "the SASS is for %s but the bundle's chip is %s: a bundle "
+                 "carries machine code for its own chip only",
+                 out.sassChip.c_str(), out.chip.c_str());
+  // The PTX and SASS sit beside the manifest unless their paths are absolute.
+  out.ptxPath = besideManifest(path, out.ptx);
+  if (sassLine)
+    out.sassPath = besideManifest(path, out.sass);
   return okStatus();
 }
 

@@ -257,19 +257,51 @@ static pa_status planOn(const DeviceInfo &device,
   return okStatus();
 }
 
+VariantKey variantKeyOf(const pa_decode_args &args) {
+  return VariantKey{args.dtype, args.tmp_dtype, args.head_size,
+                    args.block_size, args.num_heads / args.num_kv_heads,
+                    args.alibi_slopes != 0 || args.logits_soft_cap > 0.0f,
+                    args.sliding_window > 0, callCacheType(args)};
+}
+
+/// The wide twin planDecode may run for `chosen`, or -1, and how many
+/// partition programs it may run with at most (`most`). Loads the twin
+/// (its occupancy sizes a same-kernel twin's wave).
+static pa_status wideTwinFor(const DeviceInfo &device,
+                             const std::vector<BundleDesc> &variants,
+                             int chosen, int groupSize,
+                             const ModuleLoader *loader, int &wide,
+                             int64_t &most) {
+  wide = variants[chosen].wideTwin;
+  most = 0;
+  if (wide < 0)
+    return okStatus();
+  const BundleDesc &twin = variants[wide];
+  bool declared = !twin.twinOf.empty();
+  if (declared && tilesPerKvHead(groupSize, twin.headsPerProgram) >
+                      tilesPerKvHead(groupSize,
+                                     variants[chosen].headsPerProgram)) {
+    wide = -1;
+    return okStatus();
+  }
+  if (loader)
+    PA_RETURN_IF_ERROR(loader->ensure(wide));
+  most = declared ? device.smCount / kDeclaredTwinSmsPerProgram
+                  : adaptiveSlots(device, twin);
+  return okStatus();
+}
+
 pa_status planDecode(const DeviceInfo &device,
                      const std::vector<BundleDesc> &variants,
                      const pa_decode_args &args, bool checkPointers,
-                     DecodePlan &plan, const VariantIndex *index) {
+                     DecodePlan &plan, const VariantIndex *index,
+                     const ModuleLoader *loader) {
   plan = DecodePlan();
   PA_RETURN_IF_ERROR(checkDecodeArgs(args));
   if (checkPointers)
     PA_RETURN_IF_ERROR(checkDecodePointers(args, /*needWorkspace=*/false));
 
-  VariantKey key{args.dtype, args.tmp_dtype, args.head_size, args.block_size,
-                 args.num_heads / args.num_kv_heads,
-                 args.alibi_slopes != 0 || args.logits_soft_cap > 0.0f,
-                 args.sliding_window > 0, callCacheType(args)};
+  VariantKey key = variantKeyOf(args);
   int chosen = index ? selectVariant(variants, *index, device, key)
                      : selectVariant(variants, device, key);
   if (chosen < 0)
@@ -282,25 +314,20 @@ pa_status planDecode(const DeviceInfo &device,
   // programs as the GPU has SMs, and no group its tile would read K and V
   // more often for than the bundle's own. Larger grids keep the default
   // width (docs/runtime.md).
-  int wide = variants[chosen].wideTwin;
+  int wide = -1;
   int64_t most = 0;
-  if (wide >= 0) {
-    const BundleDesc &twin = variants[wide];
-    bool declared = !twin.twinOf.empty();
-    most = declared ? device.smCount / kDeclaredTwinSmsPerProgram
-                    : adaptiveSlots(device, twin);
-    if (declared && tilesPerKvHead(key.groupSize, twin.headsPerProgram) >
-                        tilesPerKvHead(key.groupSize,
-                                       variants[chosen].headsPerProgram))
-      wide = -1;
-  }
+  PA_RETURN_IF_ERROR(wideTwinFor(device, variants, chosen, key.groupSize,
+                                 loader, wide, most));
   int64_t programs = 0;
   if (wide < 0 ||
       !isOk(planOn(device, variants, wide, args, key.groupSize, plan,
                    programs)) ||
-      programs > most)
+      programs > most) {
+    if (loader)
+      PA_RETURN_IF_ERROR(loader->ensure(chosen));
     PA_RETURN_IF_ERROR(
         planOn(device, variants, chosen, args, key.groupSize, plan, programs));
+  }
   if (checkPointers)
     PA_RETURN_IF_ERROR(checkDecodePointers(args, !plan.onePass));
   return okStatus();

@@ -299,7 +299,8 @@ struct HostContext {
     ctx = makeHostContext(device);
     for (const Spec &s : specs)
       ctx->variants.push_back(descFor(s));
-    ctx->modules.resize(ctx->variants.size());
+    for (size_t i = 0; i < ctx->variants.size(); ++i)
+      ctx->modules.push_back(std::make_unique<ModuleSlot>());
     linkWideTwins(ctx->variants);
     ctx->index.rebuild(ctx->variants);
   }
@@ -346,6 +347,7 @@ void variantTests();
 void argumentTests();
 void planTests();
 void marshalTests();
+void lazyLoadingTests();
 
 } // namespace pa_test
 

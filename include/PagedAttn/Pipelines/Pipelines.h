@@ -58,6 +58,11 @@ struct PagedAttnToPTXOptions
       llvm::cl::desc("With export-dir: declare the bundles the wide twins of "
                      "this variant (its name without the chip)"),
       llvm::cl::init("")};
+  PassOptions::Option<std::string> ptxas{
+      *this, "ptxas",
+      llvm::cl::desc("With export-dir: assemble each bundle's PTX for its "
+                     "chip with this ptxas (SASS beside the PTX)"),
+      llvm::cl::init("")};
 };
 
 /// The lowest PTX ISA feature the kernels need on a chip ("+ptx61" for sm_70:

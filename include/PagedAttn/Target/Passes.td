@@ -17,7 +17,11 @@ def PagedAttnExportBundle : Pass<"paged-attn-export-bundle", "ModuleOp"> {
     IR is left unchanged. With `wide-twin-of=V`, every manifest written also
     says `wide_twin_of V_<chip>`: the bundle runs only as the wide twin of
     variant V's bundle for the same chip (the kernel library's twins of
-    another kernel and tile; docs/runtime.md).
+    another kernel and tile; docs/runtime.md). With `ptxas=PATH`, every
+    PTX is also assembled by that `ptxas` for its chip into
+    `<variant>_<chip>.cubin`, which the manifest names in a `sass <chip>
+    FILE` record: the runtime loads that machine code on a device of exactly
+    that chip and JIT-compiles the PTX elsewhere (docs/bundle-format.md).
   }];
   let options = [
     Option<"outputDir", "output-dir", "std::string", /*default=*/"\".\"",
@@ -25,6 +29,9 @@ def PagedAttnExportBundle : Pass<"paged-attn-export-bundle", "ModuleOp"> {
     Option<"wideTwinOf", "wide-twin-of", "std::string", /*default=*/"\"\"",
            "Declare the bundles the wide twins of this variant (its name "
            "without the chip)">,
+    Option<"ptxas", "ptxas", "std::string", /*default=*/"\"\"",
+           "ptxas that assembles each bundle's PTX for its chip (a .cubin "
+           "beside it); empty: PTX only">,
   ];
 }
 

@@ -29,6 +29,8 @@ typedef enum pa_status_code {
   PA_ERROR_CUDA = 3,             /* a driver call failed; see driver_error */
   PA_ERROR_BUNDLE = 4,           /* a manifest or PTX that cannot be used */
   PA_ERROR_IO = 5,               /* a file that cannot be read */
+  PA_ERROR_CAPTURE = 6, /* a module would load while the stream captures a
+                           CUDA graph: preload it before capturing */
 } pa_status_code;
 
 /// Every entry returns this by value. `driver_error` names the CUresult
@@ -49,14 +51,19 @@ typedef struct pa_context pa_context;
 pa_status pa_context_create(int device_ordinal, pa_context **out);
 void pa_context_destroy(pa_context *ctx);
 
-/// Loads one bundle: the manifest at `manifest_path` and the PTX it names
-/// (path relative to the manifest). The PTX is JIT-compiled by the driver
-/// (cuModuleLoadDataEx); on failure the JIT error log is in the message. A
-/// bundle compiled for a chip newer than the device is refused.
+/// Adds one bundle to the context's index: reads and checks the manifest at
+/// `manifest_path` and that the PTX (and SASS, if any) it names exist
+/// (paths relative to the manifest). No module is loaded here: a bundle's
+/// module loads on the first call that needs it, or on a preload below —
+/// its SASS where the device is exactly the bundle's chip, else its PTX
+/// through the driver's JIT (the JIT error log is then in the message). A
+/// bundle compiled for a chip newer than the device is refused. Not
+/// thread-safe with other calls on the same context.
 pa_status pa_context_load_bundle(pa_context *ctx, const char *manifest_path);
-/// Loads every `*.manifest` in `dir`.
+/// Indexes every `*.manifest` in `dir` (bundles for chips newer than the
+/// device are skipped); all or nothing.
 pa_status pa_context_load_library(pa_context *ctx, const char *dir);
-/// Number of loaded variants.
+/// Number of indexed variants (bundles).
 size_t pa_context_num_variants(const pa_context *ctx);
 
 /*===-- Decode -------------------------------------------------------------===*/
@@ -110,13 +117,16 @@ typedef struct pa_decode_args {
   CUdeviceptr k_scale_ptr, v_scale_ptr;
 } pa_decode_args;
 
-/// Checks the arguments, picks the variant, computes the grid and launches
-/// the partition and reduce kernels (or the one-pass kernel) on `stream`.
-/// Nothing is launched when it returns an error.
+/// Checks the arguments, picks the variant, loads its module if this is its
+/// first use (PA_ERROR_CAPTURE if `stream` is capturing a CUDA graph then),
+/// computes the grid and launches the partition and reduce kernels (or the
+/// one-pass kernel) on `stream`. Nothing is launched when it returns an
+/// error.
 pa_status pa_decode_v2(pa_context *ctx, const pa_decode_args *args,
                        CUstream stream);
 
-/// What a call would do, without launching: the variant and grid chosen.
+/// What a call would do, without launching: the variant and grid chosen
+/// (loads the variant's module if needed: the plan uses its occupancy).
 typedef struct pa_plan {
   char variant[128];      /* the bundle's name */
   int one_pass;           /* 1: one kernel, no workspace round trip */
@@ -137,6 +147,32 @@ pa_status pa_plan_decode_v2(const pa_context *ctx, const pa_decode_args *args,
 size_t pa_workspace_bytes(int32_t num_seqs, int32_t num_heads,
                           int32_t head_size, int32_t max_seq_len,
                           int32_t partition_size, pa_dtype tmp_dtype);
+
+/*===-- Module loading -----------------------------------------------------===*/
+
+/// Loads now the modules that calls like each of `args[0..count)` would
+/// use (the variant chosen for its key and that variant's wide twin), so that
+/// such calls load nothing later, e.g. while a CUDA graph is captured. Only
+/// the key fields are read: dtype, tmp_dtype, kv_cache_dtype, head_size,
+/// block_size, num_heads, num_kv_heads, and whether alibi_slopes,
+/// logits_soft_cap and sliding_window are set. Thread-safe.
+pa_status pa_context_preload(pa_context *ctx, const pa_decode_args *args,
+                             size_t count);
+/// Loads every indexed bundle's module (the old eager behaviour). With SASS
+/// this is quick; with PTX only it JIT-compiles every bundle.
+pa_status pa_context_preload_all(pa_context *ctx);
+
+/// What the context has indexed and loaded.
+typedef struct pa_library_stats {
+  size_t bundles;          /* indexed */
+  size_t modules_loaded;   /* of those, loaded */
+  size_t loaded_sass;      /* loaded from their SASS */
+  size_t loaded_ptx;       /* JIT-compiled from their PTX */
+  size_t sass_fallbacks;   /* had SASS for this device that would not load:
+                              their PTX was JIT-compiled instead */
+} pa_library_stats;
+pa_status pa_context_library_stats(const pa_context *ctx,
+                                   pa_library_stats *out);
 
 #ifdef __cplusplus
 } /* extern "C" */
