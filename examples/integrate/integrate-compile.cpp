@@ -2,13 +2,15 @@
 //
 // What a compiler that captured a decode step does with paged_attn's C++
 // API: register the dialect and what its pipeline needs in its own registry,
-// add paged-attn-to-ptx to its own pass manager and run it on its module,
-// here parsed from a file. The bundles land in OUT_DIR.
+// find the decode steps it captured (paged_attn.decode_v2, the op class from
+// the installed headers), add paged-attn-to-ptx to its own pass manager and
+// run it on its module, here parsed from a file. The bundles land in OUT_DIR.
 //
 //   integrate-compile INPUT.mlir OUT_DIR [CHIP]
 //
 //===----------------------------------------------------------------------===//
 
+#include "PagedAttn/Dialect/PagedAttn/IR/PagedAttn.h"
 #include "PagedAttn/InitAll.h"
 #include "PagedAttn/Pipelines/Pipelines.h"
 
@@ -34,6 +36,9 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(argv[1], &context);
   if (!module)
     return 1;
+  int steps = 0;
+  module->walk([&](paged_attn::DecodeV2Op) { ++steps; });
+  llvm::outs() << "decode_v2 ops: " << steps << "\n";
 
   paged_attn::PagedAttnToPTXOptions options;
   options.chip = argc == 4 ? argv[3] : "sm_90";
