@@ -57,6 +57,15 @@ else:
     lit_config.note("the runtime was not built (no cuda.h): its tests are "
                     "UNSUPPORTED")
 
+if config.pa_kernel_library_built.upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("pa-kernel-library")
+
+# The install test: cmake, and the arguments that configure a consumer with
+# this build's generator and compilers.
+config.substitutions.append(("%cmake", config.pa_cmake))
+config.substitutions.append(
+    ("%pa_consumer_cmake_args", config.pa_consumer_cmake_args))
+
 # Python: the helper scripts under kernels/, and the torch tests on a GPU.
 config.substitutions.append(("%python", sys.executable))
 if subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode == 0:
