@@ -53,6 +53,8 @@ if config.pa_runtime_built.upper() in ("ON", "1", "TRUE", "YES"):
         ("%pa_runtime_host_tests", config.pa_runtime_host_tests))
     config.substitutions.append(
         ("%e2e_decode", os.path.join(config.pa_tools_dir, "e2e_decode")))
+    config.substitutions.append(
+        ("%stress_decode", os.path.join(config.pa_tools_dir, "stress_decode")))
 else:
     lit_config.note("the runtime was not built (no cuda.h): its tests are "
                     "UNSUPPORTED")
