@@ -32,3 +32,5 @@ configure() { # DIR ARGS...
 }
 configure "$build/sanitize" -DPA_BUILD_COMPILER=OFF
 ninja -C "$build/sanitize" pa_runtime_host_tests pa_manifest_fuzzer pa_gridexpr_fuzzer
+configure "$build/fuzz" -DPA_CUDA_GPU=OFF -DPA_BUILD_KERNEL_LIBRARY=OFF
+ninja -C "$build/fuzz" pa_opt_fuzzer
