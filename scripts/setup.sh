@@ -3,7 +3,8 @@
 #
 # Idempotent and quiet when everything is present. Installs with apt:
 # LLVM/MLIR 22 (headers, libMLIR.so, mlir-tblgen, lit, FileCheck, not), CMake
-# and Ninja; then fetches a ptxas that knows sm_70 (CUDA 11.8, from Debian's
+# and Ninja, clang-22 and its sanitizer/libFuzzer runtimes (the builds of
+# scripts/fuzz-sanitize.sh); then fetches a ptxas that knows sm_70 (CUDA 11.8, from Debian's
 # non-free nvidia-cuda-toolkit package) into .tools/cuda-11.8/bin without
 # touching the machine's apt sources. A piece that cannot be had is reported;
 # the build still works and the tests that need it report UNSUPPORTED.
@@ -13,7 +14,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 packages=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools cmake ninja-build
-          g++ python3)
+          g++ python3 clang-22 libclang-rt-22-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

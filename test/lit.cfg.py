@@ -53,6 +53,8 @@ if config.pa_runtime_built.upper() in ("ON", "1", "TRUE", "YES"):
         ("%pa_runtime_host_tests", config.pa_runtime_host_tests))
     config.substitutions.append(
         ("%e2e_decode", os.path.join(config.pa_tools_dir, "e2e_decode")))
+    config.substitutions.append(
+        ("%stress_decode", os.path.join(config.pa_tools_dir, "stress_decode")))
 else:
     lit_config.note("the runtime was not built (no cuda.h): its tests are "
                     "UNSUPPORTED")
@@ -65,6 +67,38 @@ if config.pa_kernel_library_built.upper() in ("ON", "1", "TRUE", "YES"):
 config.substitutions.append(("%cmake", config.pa_cmake))
 config.substitutions.append(
     ("%pa_consumer_cmake_args", config.pa_consumer_cmake_args))
+
+# The sanitizer and fuzzer builds (scripts/fuzz-sanitize.sh builds them and
+# scripts/test.sh names them): lit --param pa_sanitize_dir=DIR (the runtime
+# with ASan+UBSan, its host tests and fuzzers) and --param pa_fuzz_dir=DIR
+# (pa_opt_fuzzer over instrumented compiler sources); pa_fuzz_seconds bounds
+# each fuzz run (default 60). A missing build leaves its tests UNSUPPORTED.
+fuzz_seconds = int(lit_config.params.get("pa_fuzz_seconds", "60"))
+fuzz_binaries = {
+    "asan-runtime": ("pa_sanitize_dir", {"asan_host_tests": "pa_runtime_host_tests"}),
+    "fuzz-runtime": ("pa_sanitize_dir", {"pa_manifest_fuzzer": "pa_manifest_fuzzer",
+                                         "pa_gridexpr_fuzzer": "pa_gridexpr_fuzzer"}),
+    "fuzz-pa-opt": ("pa_fuzz_dir", {"pa_opt_fuzzer": "pa_opt_fuzzer"}),
+}
+for feature, (param, binaries) in fuzz_binaries.items():
+    folder = lit_config.params.get(param, "")
+    paths = {sub: os.path.join(folder, "bin", exe) for sub, exe in binaries.items()}
+    if not folder or not all(usable(p) for p in paths.values()):
+        lit_config.note("no %s build (--param %s): its tests are UNSUPPORTED" % (feature, param))
+        continue
+    config.available_features.add(feature)
+    for sub, path in sorted(paths.items(), key=lambda kv: -len(kv[0])):
+        config.substitutions.append(("%" + sub, path))
+# Fixed seed: a CI failure replays with the same flags; new inputs go to %t.
+config.substitutions.append(
+    ("%fuzz_flags", "-max_total_time=%d -seed=1 -print_final_stats=1 "
+                    "-rss_limit_mb=4096 -timeout=30" % fuzz_seconds))
+config.substitutions.append(("%fuzz_short_flags", "-max_total_time=%d -seed=1 "
+                             "-print_final_stats=1" % max(1, fuzz_seconds // 4)))
+symbolizer = os.path.join(config.llvm_tools_dir, "llvm-symbolizer")
+config.environment["ASAN_SYMBOLIZER_PATH"] = symbolizer
+config.environment["ASAN_OPTIONS"] = "detect_leaks=1:strict_string_checks=1"
+config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
 
 # Python: the helper scripts under kernels/, and the torch tests on a GPU.
 config.substitutions.append(("%python", sys.executable))

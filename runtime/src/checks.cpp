@@ -58,27 +58,29 @@ static pa_status checkFp8Scales(const pa_decode_args &a) {
 }
 
 pa_status checkDecodeArgs(const pa_decode_args &a) {
-  if (!dtypeName(a.dtype))
+  // The enums as stored: a.dtype may be read as pa_dtype once it is one.
+  int dtype = rawEnum(a.dtype), tmpDtype = rawEnum(a.tmp_dtype);
+  int cacheKind = rawEnum(a.kv_cache_dtype);
+  if (!dtypeName(dtype))
     return makeStatus(PA_ERROR_INVALID_ARGUMENT,
                       "dtype (%d) is not a pa_dtype (PA_F16, PA_BF16, PA_F32)",
-                      int(a.dtype));
-  if (!dtypeName(a.tmp_dtype))
+                      dtype);
+  if (!dtypeName(tmpDtype))
     return makeStatus(PA_ERROR_INVALID_ARGUMENT,
                       "tmp_dtype (%d) is not a pa_dtype (PA_F16, PA_BF16, "
                       "PA_F32)",
-                      int(a.tmp_dtype));
+                      tmpDtype);
   if (a.tmp_dtype != PA_F32 && a.tmp_dtype != a.dtype)
     return makeStatus(PA_ERROR_INVALID_ARGUMENT,
                       "tmp_dtype %s must be f32 or the dtype (%s)",
                       dtypeName(a.tmp_dtype), dtypeName(a.dtype));
-  if (a.kv_cache_dtype != PA_KV_CACHE_AUTO &&
-      a.kv_cache_dtype != PA_KV_CACHE_FP8_E4M3 &&
-      a.kv_cache_dtype != PA_KV_CACHE_FP8_E5M2)
+  if (cacheKind != PA_KV_CACHE_AUTO && cacheKind != PA_KV_CACHE_FP8_E4M3 &&
+      cacheKind != PA_KV_CACHE_FP8_E5M2)
     return makeStatus(PA_ERROR_INVALID_ARGUMENT,
                       "kv_cache_dtype (%d) is not a pa_kv_cache_dtype "
                       "(PA_KV_CACHE_AUTO, PA_KV_CACHE_FP8_E4M3, "
                       "PA_KV_CACHE_FP8_E5M2)",
-                      int(a.kv_cache_dtype));
+                      cacheKind);
 
   struct {
     const char *name;

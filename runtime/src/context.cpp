@@ -38,7 +38,8 @@ static pa_status checkPtxTarget(const BundleDesc &desc,
     return makeStatus(PA_ERROR_BUNDLE,
                       "%s: '%s' has no .target directive: not PTX",
                       desc.manifestPath.c_str(), desc.ptxPath.c_str());
-  size_t begin = ptx.find_first_not_of(" \t", at + 7);
+  // A file that ends at ".target" names nothing (npos would throw below).
+  size_t begin = std::min(ptx.find_first_not_of(" \t", at + 7), ptx.size());
   size_t end = ptx.find_first_of(" \t,\r\n", begin);
   std::string target = ptx.substr(begin, end - begin);
   int version = 0;

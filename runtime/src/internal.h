@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,6 +34,16 @@ namespace pa {
 //===----------------------------------------------------------------------===//
 // Vocabulary
 //===----------------------------------------------------------------------===//
+
+/// The int a C or Python caller stored in an enum field of the C ABI. It
+/// may be no enumerator, and loading such a value as the C++ enum is
+/// undefined (UBSan: "not a valid value for type"): checks read it as this.
+template <typename Enum> int rawEnum(const Enum &field) {
+  static_assert(sizeof(Enum) == sizeof(int), "a C enum is an int");
+  int value;
+  std::memcpy(&value, &field, sizeof(value));
+  return value;
+}
 
 /// "f16", "bf16", "f32"; nullptr for a value that is no pa_dtype. Names
 /// the query/output and tmp types, which are never fp8.

@@ -229,7 +229,7 @@ PA_EXPORT size_t pa_workspace_bytes(int32_t num_seqs, int32_t num_heads,
                                     int32_t partition_size,
                                     pa_dtype tmp_dtype) {
   if (num_seqs <= 0 || num_heads <= 0 || head_size <= 0 || max_seq_len <= 0 ||
-      partition_size <= 0 || !dtypeName(tmp_dtype))
+      partition_size <= 0 || !dtypeName(rawEnum(tmp_dtype)))
     return 0;
   size_t partitions = (size_t(max_seq_len) + size_t(partition_size) - 1) /
                       size_t(partition_size);
