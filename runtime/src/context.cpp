@@ -233,8 +233,8 @@ static void dropVariantsFrom(pa_context &ctx, size_t from) {
   }
   ctx.modules.resize(std::min(from, ctx.modules.size()));
   ctx.variants.resize(std::min(from, ctx.variants.size()));
-  linkWideTwins(ctx.variants);
   ctx.index.rebuild(ctx.variants);
+  linkWideTwins(ctx.variants, ctx.index);
 }
 
 /// PA_ERROR_IO unless `path` names a readable file.
@@ -254,12 +254,12 @@ static pa_status loadBundle(pa_context &ctx, const std::string &path,
   skipped = false;
   BundleDesc desc;
   PA_RETURN_IF_ERROR(readManifest(path, desc));
-  for (const BundleDesc &loaded : ctx.variants)
-    if (loaded.name == desc.name)
-      return makeStatus(PA_ERROR_BUNDLE,
-                        "%s: a bundle named '%s' is already loaded (from %s)",
-                        path.c_str(), desc.name.c_str(),
-                        loaded.manifestPath.c_str());
+  int loaded = ctx.index.byName(desc.name);
+  if (loaded >= 0)
+    return makeStatus(PA_ERROR_BUNDLE,
+                      "%s: a bundle named '%s' is already loaded (from %s)",
+                      path.c_str(), desc.name.c_str(),
+                      ctx.variants[loaded].manifestPath.c_str());
   pa_status chip = checkChip(desc, ctx.info);
   if (!isOk(chip)) {
     if (skipNewer) {
@@ -273,12 +273,13 @@ static pa_status loadBundle(pa_context &ctx, const std::string &path,
     PA_RETURN_IF_ERROR(checkReadable(desc, desc.sassPath, "SASS"));
   ctx.variants.push_back(std::move(desc));
   ctx.modules.push_back(std::make_unique<ModuleSlot>());
-  pa_status linked = linkWideTwin(ctx.variants, ctx.variants.size() - 1);
+  ctx.index.add(ctx.variants, ctx.variants.size() - 1);
+  pa_status linked =
+      linkWideTwin(ctx.variants, ctx.variants.size() - 1, ctx.index);
   if (!isOk(linked)) {
     dropVariantsFrom(ctx, ctx.variants.size() - 1);
     return linked;
   }
-  ctx.index.add(ctx.variants, ctx.variants.size() - 1);
   return okStatus();
 }
 

@@ -9,10 +9,14 @@
 
 #include "internal.h"
 
+#include <unordered_map>
+
 #include <cctype>
 #include <cstring>
 
 namespace pa {
+
+int gridSymOf(const std::string &name);
 
 const char *gridSymName(GridSym sym) {
   switch (sym) {
@@ -154,11 +158,10 @@ private:
       out.nodes.back().op = GridExpr::Op::CeilDiv;
       return true;
     }
-    for (int i = 0; i < kNumGridSyms; ++i) {
-      if (name == gridSymName(GridSym(i))) {
-        emit(GridExpr::Op::Sym, i);
-        return true;
-      }
+    int sym = gridSymOf(name);
+    if (sym >= 0) {
+      emit(GridExpr::Op::Sym, sym);
+      return true;
     }
     std::string known;
     for (int i = 0; i < kNumGridSyms; ++i)
@@ -173,6 +176,19 @@ private:
 };
 
 } // namespace
+
+/// The GridSym named `name`, or -1 (a hash lookup: every manifest of a
+/// library has three grid lines).
+int gridSymOf(const std::string &name) {
+  static const std::unordered_map<std::string, int> syms = [] {
+    std::unordered_map<std::string, int> m;
+    for (int i = 0; i < kNumGridSyms; ++i)
+      m.emplace(gridSymName(GridSym(i)), i);
+    return m;
+  }();
+  auto it = syms.find(name);
+  return it == syms.end() ? -1 : it->second;
+}
 
 bool parseGridExpr(const std::string &text, GridExpr &out, std::string &error) {
   out = GridExpr();

@@ -290,8 +290,10 @@ bool servesFeatures(const BundleDesc &d, const VariantKey &key);
 /// The loaded bundles by the part of the key a call must match exactly
 /// (dtype, cache dtype, tmp dtype, head size, block size), each list in load
 /// order: selectVariant then looks at a few bundles, not the whole library
-/// (2676 of them: 4-7 us per call on the host). Changed only where bundles
-/// load or unload, like the bundles themselves.
+/// (2676 of them: 4-7 us per call on the host); and by name, and by the name
+/// they declare themselves the wide twin of, so that indexing a bundle costs
+/// the same with 10 or 3000 loaded. Changed only where bundles load or
+/// unload, like the bundles themselves.
 class VariantIndex {
 public:
   /// Indexes descs[i], the newest bundle.
@@ -300,11 +302,19 @@ public:
   void rebuild(const std::vector<BundleDesc> &descs);
   /// The bundles matching `key` exactly, in load order (empty: none).
   const std::vector<int> &find(const VariantKey &key) const;
+  /// The bundles of `d`'s exact key, in load order.
+  const std::vector<int> &sameKey(const BundleDesc &d) const;
+  /// The bundle named `name`, or -1.
+  int byName(const std::string &name) const;
+  /// The bundles declaring themselves `name`'s wide twin.
+  const std::vector<int> &twinsOf(const std::string &name) const;
   /// How many bundles it holds (the loaded ones, when up to date).
   size_t size() const;
 
 private:
   std::unordered_map<uint64_t, std::vector<int>> byKey;
+  std::unordered_map<std::string, int> names;
+  std::unordered_map<std::string, std::vector<int>> declaredTwins;
 };
 /// The index in `descs` of the variant serving `key`, or -1. Among variants
 /// matching dtype, cache_dtype, tmp_dtype, head_size and block_size that
@@ -325,11 +335,15 @@ int selectVariant(const std::vector<BundleDesc> &descs,
 /// kernel and tile) or neither declares anything and they are the same
 /// kernel (keys, chip, tile, every kernel's parameters). The narrower one
 /// gets the index of its widest twin. A declared twin whose bundle is loaded
-/// but serves other calls is an error (nothing is linked). Bundles load one
-/// at a time: O(descs) each.
-pa_status linkWideTwin(std::vector<BundleDesc> &descs, size_t added);
+/// but serves other calls is an error (nothing is linked). `index` holds
+/// descs[added] already; only the bundles of its key and its declared
+/// relations are looked at.
+pa_status linkWideTwin(std::vector<BundleDesc> &descs, size_t added,
+                       const VariantIndex &index);
 /// Every bundle's wideTwin anew (after bundles were unloaded; the links that
-/// loaded before cannot fail).
+/// loaded before cannot fail), with `index` up to date.
+void linkWideTwins(std::vector<BundleDesc> &descs, const VariantIndex &index);
+/// The same, indexing `descs` on the way (tests).
 void linkWideTwins(std::vector<BundleDesc> &descs);
 
 /// Programs per KV head for a group: ceil(group_size / heads_per_program).

@@ -13,6 +13,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <unordered_map>
 
 namespace pa {
 
@@ -136,6 +137,19 @@ static const char *const kParamNames[kNumParamIds] = {"query",
 
 const char *paramName(ParamId id) { return kParamNames[int(id)]; }
 
+/// The ParamId named `name`, or -1 (a hash lookup: a library holds
+/// thousands of manifests of some 50 parameter names each).
+static int paramIdOf(const std::string &name) {
+  static const std::unordered_map<std::string, int> ids = [] {
+    std::unordered_map<std::string, int> m;
+    for (int p = 0; p < kNumParamIds; ++p)
+      m.emplace(kParamNames[p], p);
+    return m;
+  }();
+  auto it = ids.find(name);
+  return it == ids.end() ? -1 : it->second;
+}
+
 bool isPointerParam(ParamId id) {
   return id <= ParamId::TmpOutput || id == ParamId::AlibiSlopes ||
          id == ParamId::KScalePtr || id == ParamId::VScalePtr;
@@ -233,6 +247,18 @@ const char *const kScalarNames[kNumScalars] = {
     "head_size", "block_size",  "heads_per_program",
     "warps",     "token_step"};
 
+/// The Scalar record named `key`, or -1.
+int scalarOf(const std::string &key) {
+  static const std::unordered_map<std::string, int> scalars = [] {
+    std::unordered_map<std::string, int> m;
+    for (int s = 0; s < kNumScalars; ++s)
+      m.emplace(kScalarNames[s], s);
+    return m;
+  }();
+  auto it = scalars.find(key);
+  return it == scalars.end() ? -1 : it->second;
+}
+
 class ManifestParser {
 public:
   ManifestParser(const std::string &path, BundleDesc &out)
@@ -325,9 +351,9 @@ pa_status ManifestParser::parseMagic(const std::vector<std::string> &words) {
 pa_status ManifestParser::parseLine(int line,
                                     const std::vector<std::string> &words) {
   const std::string &key = words[0];
-  for (int s = 0; s < kNumScalars; ++s)
-    if (key == kScalarNames[s])
-      return parseScalar(line, Scalar(s), words);
+  int scalar = scalarOf(key);
+  if (scalar >= 0)
+    return parseScalar(line, Scalar(scalar), words);
   if (key == "kernel")
     return parseKernel(line, words);
   if (key == "params")
@@ -451,10 +477,7 @@ pa_status ManifestParser::parseParams(int line,
   kernel.hasParams = true;
   bool seen[kNumParamIds] = {};
   for (size_t i = 2; i < words.size(); ++i) {
-    int id = -1;
-    for (int p = 0; p < kNumParamIds; ++p)
-      if (words[i] == kParamNames[p])
-        id = p;
+    int id = paramIdOf(words[i]);
     if (id < 0)
       return error(line, "unknown param '%s' of kernel %s", words[i].c_str(),
                    words[1].c_str());

@@ -178,30 +178,49 @@ static uint64_t exactKey(int dtype, int cache, int tmp, int head, int block) {
          uint64_t(block & 0xfffff);
 }
 
+static uint64_t exactKeyOf(const BundleDesc &d) {
+  return exactKey(d.dtype, d.cacheDtype, d.tmpDtype, d.headSize, d.blockSize);
+}
+
 void VariantIndex::add(const std::vector<BundleDesc> &descs, size_t i) {
   const BundleDesc &d = descs[i];
-  byKey[exactKey(d.dtype, d.cacheDtype, d.tmpDtype, d.headSize, d.blockSize)]
-      .push_back(int(i));
+  byKey[exactKeyOf(d)].push_back(int(i));
+  names.emplace(d.name, int(i));
+  if (!d.twinOf.empty())
+    declaredTwins[d.twinOf].push_back(int(i));
 }
 
 void VariantIndex::rebuild(const std::vector<BundleDesc> &descs) {
   byKey.clear();
+  names.clear();
+  declaredTwins.clear();
   for (size_t i = 0; i < descs.size(); ++i)
     add(descs, i);
 }
 
-size_t VariantIndex::size() const {
-  size_t n = 0;
-  for (const auto &entry : byKey)
-    n += entry.second.size();
-  return n;
-}
+size_t VariantIndex::size() const { return names.size(); }
+
+static const std::vector<int> kNoBundles;
 
 const std::vector<int> &VariantIndex::find(const VariantKey &key) const {
-  static const std::vector<int> kNone;
   auto it = byKey.find(exactKey(key.dtype, key.cacheType(), key.tmpDtype,
                                 key.headSize, key.blockSize));
-  return it == byKey.end() ? kNone : it->second;
+  return it == byKey.end() ? kNoBundles : it->second;
+}
+
+const std::vector<int> &VariantIndex::sameKey(const BundleDesc &d) const {
+  auto it = byKey.find(exactKeyOf(d));
+  return it == byKey.end() ? kNoBundles : it->second;
+}
+
+int VariantIndex::byName(const std::string &name) const {
+  auto it = names.find(name);
+  return it == names.end() ? -1 : it->second;
+}
+
+const std::vector<int> &VariantIndex::twinsOf(const std::string &name) const {
+  auto it = declaredTwins.find(name);
+  return it == declaredTwins.end() ? kNoBundles : it->second;
 }
 
 /// Whether `a` and `b` serve the same calls: the keys, the chip and every
@@ -218,45 +237,76 @@ static bool sameCalls(const BundleDesc &a, const BundleDesc &b) {
   return true;
 }
 
-pa_status linkWideTwin(std::vector<BundleDesc> &descs, size_t added) {
-  BundleDesc &a = descs[added];
-  a.wideTwin = -1;
-  for (size_t i = 0; i < descs.size(); ++i) {
-    BundleDesc &d = descs[i];
-    if (i == added)
+/// Checks a declared pair: `twin` says it is `base`'s wide twin.
+static pa_status checkDeclared(const BundleDesc &twin, const BundleDesc &base) {
+  if (sameCalls(twin, base) && twin.warps > base.warps)
+    return okStatus();
+  return makeStatus(PA_ERROR_BUNDLE,
+                    "bundle '%s' (%s) declares itself the wide twin of '%s' "
+                    "(%s), but %s",
+                    twin.name.c_str(), twin.manifestPath.c_str(),
+                    base.name.c_str(), base.manifestPath.c_str(),
+                    twin.warps <= base.warps
+                        ? "has no more warps per program"
+                        : "they serve different calls (keys, chip or kernel "
+                          "parameters)");
+}
+
+/// Makes descs[wide] descs[narrow]'s wide twin unless it has a wider one.
+static void link(std::vector<BundleDesc> &descs, int narrow, int wide) {
+  int &current = descs[narrow].wideTwin;
+  if (current < 0 || descs[wide].warps > descs[current].warps)
+    current = wide;
+}
+
+/// Whether neither declares anything and they are the same kernel with
+/// different widths.
+static bool sameKernelTwins(const BundleDesc &a, const BundleDesc &d) {
+  return a.twinOf.empty() && d.twinOf.empty() && d.warps != a.warps &&
+         d.headsPerProgram == a.headsPerProgram && sameCalls(d, a);
+}
+
+pa_status linkWideTwin(std::vector<BundleDesc> &descs, size_t added,
+                       const VariantIndex &index) {
+  const int self = int(added);
+  descs[added].wideTwin = -1;
+  // Declared pairs, in either load order; checked before anything links.
+  int base = descs[added].twinOf.empty() ? -1
+                                         : index.byName(descs[added].twinOf);
+  if (base >= 0)
+    PA_RETURN_IF_ERROR(checkDeclared(descs[added], descs[base]));
+  const std::vector<int> &declared = index.twinsOf(descs[added].name);
+  for (int twin : declared)
+    if (twin != self)
+      PA_RETURN_IF_ERROR(checkDeclared(descs[twin], descs[added]));
+  if (base >= 0)
+    link(descs, base, self);
+  for (int twin : declared)
+    if (twin != self)
+      link(descs, self, twin);
+  // Same-kernel pairs: only among the bundles of the same exact key.
+  for (int i : index.sameKey(descs[added])) {
+    if (i == self || !sameKernelTwins(descs[added], descs[i]))
       continue;
-    if (a.twinOf == d.name || d.twinOf == a.name) {
-      const BundleDesc &twin = a.twinOf == d.name ? a : d;
-      const BundleDesc &base = a.twinOf == d.name ? d : a;
-      if (!sameCalls(twin, base) || twin.warps <= base.warps)
-        return makeStatus(
-            PA_ERROR_BUNDLE,
-            "bundle '%s' (%s) declares itself the wide twin of '%s' (%s), "
-            "but %s",
-            twin.name.c_str(), twin.manifestPath.c_str(), base.name.c_str(),
-            base.manifestPath.c_str(),
-            twin.warps <= base.warps
-                ? "has no more warps per program"
-                : "they serve different calls (keys, chip or kernel "
-                  "parameters)");
-    } else if (!a.twinOf.empty() || !d.twinOf.empty() ||
-               d.warps == a.warps ||
-               d.headsPerProgram != a.headsPerProgram || !sameCalls(d, a)) {
-      continue;
-    }
-    BundleDesc &narrow = d.warps < a.warps ? d : a;
-    const int wide = d.warps < a.warps ? int(added) : int(i);
-    if (narrow.wideTwin < 0 || descs[wide].warps > descs[narrow.wideTwin].warps)
-      narrow.wideTwin = wide;
+    if (descs[i].warps < descs[added].warps)
+      link(descs, i, self);
+    else
+      link(descs, self, i);
   }
   return okStatus();
 }
 
-void linkWideTwins(std::vector<BundleDesc> &descs) {
+void linkWideTwins(std::vector<BundleDesc> &descs, const VariantIndex &index) {
   for (BundleDesc &d : descs)
     d.wideTwin = -1;
   for (size_t i = 0; i < descs.size(); ++i)
-    (void)linkWideTwin(descs, i); // these loaded: their links were checked
+    (void)linkWideTwin(descs, i, index); // these loaded: links were checked
+}
+
+void linkWideTwins(std::vector<BundleDesc> &descs) {
+  VariantIndex index;
+  index.rebuild(descs);
+  linkWideTwins(descs, index);
 }
 
 } // namespace pa

@@ -301,8 +301,8 @@ struct HostContext {
       ctx->variants.push_back(descFor(s));
     for (size_t i = 0; i < ctx->variants.size(); ++i)
       ctx->modules.push_back(std::make_unique<ModuleSlot>());
-    linkWideTwins(ctx->variants);
     ctx->index.rebuild(ctx->variants);
+    linkWideTwins(ctx->variants, ctx->index);
   }
   ~HostContext() { pa_context_destroy(ctx); }
 };
