@@ -80,7 +80,7 @@ def warps(v, chip):
     wide_twins); else 4 (the pass's default), but 2 for the
     SIMT 4-head tile of f16 at head size 64 on sm_7x (the wmma keys), whose
     programs hold 218-227 registers per thread (ptxas 11.8, sm_70): two
-    warps let four programs share an SM (docs/performance.md, 2026-12-06)."""
+    warps let four programs share an SM (docs/history/performance-journal.md, 2026-12-06)."""
     if "warps" in v:
         return v["warps"]
     if (uses_wmma(v["dtype"], chip, v["head_size"], 8, v.get("cache")) and
@@ -130,7 +130,7 @@ def wide_twins(variants, chip):
     variant at head sizes 96 and 128 has as its twin the SIMT kernel with
     the 4-head tile and 8 warps, which declares itself the twin (`twin_of`:
     `wide_twin_of` in its manifest) and is never chosen on its own: batch 1
-    16.4 -> 13.3 us on the H100 (docs/performance.md, E). ptxas 11.8: 0
+    16.4 -> 13.3 us on the H100 (docs/history/performance-journal.md, E). ptxas 11.8: 0
     spills, 177-220 registers. The runtime runs it for groups up to 4 (its
     tile would read K and V twice for larger ones) and grids of at most one
     program per two SMs. Not at head size 64: there groups 3 and 4 already

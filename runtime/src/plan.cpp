@@ -39,7 +39,7 @@ static int64_t roundUp(int64_t a, int64_t m) { return ceilDiv(a, m) * m; }
 static constexpr int64_t kMinAdaptiveWarpTokens = 64;
 
 /// The adaptive rule's cost model (docs/runtime.md), fit to the partition
-/// study on an H200 (docs/performance.md, 2026-12-06): a program costs its
+/// study on an H200 (docs/history/performance-journal.md, 2026-12-06): a program costs its
 /// tokens plus this many per warp (setup, the cross-warp epilogue, the
 /// partials the reduce writes and reads), ...
 static constexpr int64_t kProgramOverheadWarpTokens = 16;
@@ -62,7 +62,7 @@ static constexpr int64_t kMaxAdaptiveTokens = 2048;
 
 /// A declared wide twin (another kernel: the sm_70 library's SIMT twins of
 /// the wmma kernel) runs grids of at most one program per this many SMs.
-/// Measured on the H100 through the JIT (docs/performance.md, 2026-12-06 E):
+/// Measured on the H100 through the JIT (docs/history/performance-journal.md, 2026-12-06 E):
 /// 8 programs +23 %, 32 +9.5 %, 64 -0.5 %, 128 -4 % to +5 %; near a wave
 /// the wmma kernel's two programs per SM do as well or better.
 static constexpr int64_t kDeclaredTwinSmsPerProgram = 2;

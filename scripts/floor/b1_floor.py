@@ -7,7 +7,7 @@ one-element add and a copy of the call's K and V bytes, then the probes of
 gather_probes.cu: kernels that read the same K and V tiles through the block
 table, split over S programs per KV head or staged through shared memory, and
 do no attention arithmetic. What a probe takes bounds any kernel of its shape
-from below (docs/performance.md, section F).
+from below (docs/history/performance-journal.md, section F).
 
 Usage (a CUDA GPU with torch, triton and nvcc; PYTHONPATH and PA_KERNEL_LIBRARY as
 for scripts/bench.py):
