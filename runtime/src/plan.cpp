@@ -194,12 +194,13 @@ static pa_status unsupported(const std::vector<BundleDesc> &variants,
   pa_status status = makeStatus(
       PA_ERROR_UNSUPPORTED,
       "no loaded variant serves dtype %s, cache_dtype %s, tmp_dtype %s, "
-      "head_size %d, block_size %d (group size %d)%s%s; %zu loaded",
+      "head_size %d, block_size %d (group size %d)%s%s%s; %zu loaded",
       dtypeName(key.dtype), elemTypeName(key.cacheType()),
       dtypeName(key.tmpDtype),
       key.headSize, key.blockSize, key.groupSize,
       key.extLogits ? " with ALiBi / logits soft cap (an _ext variant)" : "",
-      key.slidingWindow ? " with a sliding window" : "", variants.size());
+      key.slidingWindow ? " with a sliding window" : "",
+      key.sinks ? " with attention sinks" : "", variants.size());
   for (size_t i = 0; i < variants.size(); ++i)
     appendMessage(status, "%s%s", i ? ", " : ": ", variants[i].name.c_str());
   return status;
@@ -269,7 +270,8 @@ pa_status planDecode(const DeviceInfo &device,
   VariantKey key{args.dtype, args.tmp_dtype, args.head_size, args.block_size,
                  args.num_heads / args.num_kv_heads,
                  args.alibi_slopes != 0 || args.logits_soft_cap > 0.0f,
-                 args.sliding_window > 0, callCacheType(args)};
+                 args.sliding_window > 0, callCacheType(args),
+                 args.sinks != 0};
   int chosen = index ? selectVariant(variants, *index, device, key)
                      : selectVariant(variants, device, key);
   if (chosen < 0)
