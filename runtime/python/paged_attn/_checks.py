@@ -26,7 +26,7 @@ from . import _capi
 PARTITION_SIZE = 512
 #: Mirrors include/PagedAttn/Dialect/PagedAttn/IR/Limits.h (keep in sync).
 SUPPORTED_HEAD_SIZES = (64, 80, 96, 112, 128, 192, 256)
-SUPPORTED_BLOCK_SIZES = (8, 16, 32)
+SUPPORTED_BLOCK_SIZES = (8, 16, 32, 64, 128)
 KEY_PACK_BYTES = 16
 #: fp8 caches: the key cache packs x = 16 one-byte elements, so head_size
 #: must be a multiple of it.

@@ -291,9 +291,9 @@ func.func @f(%q: memref<?x32x48xf16>, %kc: memref<?x8x6x16x8xf16>, %vc: memref<?
 // -----
 
 // Supported block sizes.
-func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x64x8xf16>, %vc: memref<?x8x128x64xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>) {
-  // expected-error @+1 {{block_size 64 is not supported; supported: 8, 16, 32}}
-  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x64x8xf16>, memref<?x8x128x64xf16>, memref<?x?xi32>, memref<?xi32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32}
+func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x256x8xf16>, %vc: memref<?x8x128x256xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>) {
+  // expected-error @+1 {{block_size 256 is not supported; supported: 8, 16, 32, 64, 128}}
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x256x8xf16>, memref<?x8x128x256xf16>, memref<?x?xi32>, memref<?xi32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32}
   return
 }
 
