@@ -24,7 +24,8 @@
 # combined and in fixed-grid mode; the bounds are the query dtype's (the fp8
 # values are exact in the reference, which reads the same bytes). Attention
 # sinks alone (one-pass and partitioned), dominant, with every other feature,
-# in fixed-grid mode and with an fp8 cache.
+# in fixed-grid mode and with an fp8 cache. Blocks of 64 and 128 tokens
+# (needs the covering set's bundles; the full library has none).
 
 import os
 import sys
@@ -122,6 +123,18 @@ def cases(seed):
         ("f16 window 1 (only the last token)",
          dict(S=3, H=8, KVH=2, D=64, BS=16, lens=[1, 2, 1000], dtype=f16, poison_before=1),
          {"sliding_window": 1}),
+    ]
+    # Blocks of 64 and 128 tokens (bundles of the covering set: every dtype at
+    # head size 128; the largest tile with _ext at d64 b64 / d256 b128).
+    out += [
+        ("f16 block 64 gqa4 d128", dict(S=4, H=32, KVH=8, D=128, BS=64, lens=[1, 63, 65, 3000],
+                                        dtype=f16), {}),
+        ("bf16 block 128 gqa4 d128 + sinks + window 200",
+         dict(S=3, H=32, KVH=8, D=128, BS=128, lens=[1, 130, 2049], dtype=bf16,
+              poison_before=200, sinks=(-2.0, 4.0)), {"sliding_window": 200}),
+        ("f32 block 128 gqa4 d128, fixed grid",
+         dict(S=3, H=16, KVH=4, D=128, BS=128, lens=[5, 127, 1500], dtype=f32,
+              extra_partitions=1), {"fixed_grid": True}),
     ]
     out += sink_cases()
     out += fp8_cases(ragged)
