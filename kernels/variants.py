@@ -27,6 +27,8 @@ import itertools
 DTYPES = ["f16", "bf16", "f32"]
 HEAD_SIZES = [64, 80, 96, 112, 128, 192, 256]
 BLOCK_SIZES = [8, 16, 32]
+# Served by the covering set only (kernels/variants.py covering()).
+LARGE_BLOCK_SIZES = [64, 128]
 BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f8E4M3FN": 1, "f8E5M2": 1}
 
 
@@ -188,6 +190,15 @@ def covering(chip):
     # Every block size and the largest tile at the corners of head size and dtype.
     for t, d, b in itertools.product(DTYPES, [64, 256], [8, 32]):
         out.append(dict(dtype=t, head_size=d, block_size=b, heads_per_program=large(t, d)))
+    # Blocks of 64 and 128 tokens (compile-time, like 8-32; not in the full
+    # library, which must not grow: docs/features.md): every dtype at head
+    # size 128 with the smallest tile, the largest tile at the corners, and
+    # one _ext variant, so each kernel kind assembles with them.
+    for t, b in itertools.product(DTYPES, LARGE_BLOCK_SIZES):
+        out.append(dict(dtype=t, head_size=128, block_size=b, heads_per_program=small(t, 128)))
+    for t, d, b in zip(DTYPES, [64, 256, 64], LARGE_BLOCK_SIZES * 2):
+        out.append(dict(dtype=t, head_size=d, block_size=b, heads_per_program=large(t, d),
+                        ext=True))
     # Every tile at head size 128.
     for t in DTYPES:
         for h in tiles(t, 128, chip):

@@ -10,8 +10,8 @@ Usage (a CUDA GPU with torch; PYTHONPATH=runtime/python, PA_KERNEL_LIBRARY):
   scripts/bench.py --config my=64,32,8,128,16,4096   name=seqs,heads,kv_heads,head,block,len
   scripts/bench.py --sweep              batch x context x group under the partition
                                         rule
-  scripts/bench.py --features           the cost of ALiBi, the soft cap and a sliding
-                                        window against the plain call
+  scripts/bench.py --features           the cost of ALiBi, the soft cap, a sliding
+                                        window and attention sinks against the plain call
   scripts/bench.py --fp8                fp8 KV caches (e4m3, e5m2) against the 16-bit
                                         cache of the same values
   scripts/bench.py --partitions         every partition count forced (fixed grid) against
@@ -219,11 +219,14 @@ def features(dtype, copy_tbs, rows):
     """Each feature's cost on two configs: time against the plain call (the
     window's row also gives the bytes it reads: the last W tokens)."""
     print(f"\n{'config':16} {'call':26} {'ms':>8} {'vs plain':>8}  TB/s of bytes read")
-    for name in ("mha-b64-L4096", "gqa-b64-L4096", "gqa-b8-L32768"):
+    # gqa-b1-L512 runs the one-pass kernel (the sink joins in its epilogue),
+    # the others partitions and the reducer (the sink joins there).
+    for name in ("mha-b64-L4096", "gqa-b64-L4096", "gqa-b8-L32768", "gqa-b1-L512"):
         seqs, heads, kvh, d, bs, length = CONFIGS[name]
         q, kc, vc, bt, sl = make_case(seqs, heads, kvh, d, bs, [length] * seqs, dtype, 11)
         slopes = torch.tensor([2.0 ** (-8.0 * (i + 1) / heads) for i in range(heads)],
                               device="cuda")
+        sinks = torch.linspace(-1.0, 2.0, heads, device="cuda")
         parts = -(-length // 512)
         out = torch.empty_like(q)
         es = torch.empty(seqs, heads, parts, device="cuda")
@@ -237,7 +240,12 @@ def features(dtype, copy_tbs, rows):
                 ("alibi + soft cap", slopes, {"logits_soft_cap": 30.0}, length),
                 ("window 1024", None, {"sliding_window": 1024}, 1024),
                 ("window 1024 + alibi + cap", slopes,
-                 {"sliding_window": 1024, "logits_soft_cap": 30.0}, 1024)):
+                 {"sliding_window": 1024, "logits_soft_cap": 30.0}, 1024),
+                ("sinks", None, {"sinks": sinks}, length),
+                ("sinks + alibi + cap", slopes, {"sinks": sinks, "logits_soft_cap": 30.0},
+                 length)):
+            if "sliding_window" in kw and kw["sliding_window"] >= length:
+                continue
             call = lambda: paged_attention_v2(out, es, ml, tmp, q, kc, vc, kvh, 1 / math.sqrt(d),
                                               bt, sl, bs, length, alibi, **kw)
             t = median_ms(call, rep_ms=100)

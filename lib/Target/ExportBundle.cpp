@@ -2,11 +2,13 @@
 //
 // The last step of the pipeline: the runtime needs, for each kernel variant,
 // the PTX and a manifest saying what is in it (docs/bundle-format.md). The
-// parameter lists and grid formulas written here are the contract of the
-// kernel builders in lib/Conversion/PagedAttnToGPU/KernelBuilders.h.
+// parameter lists come from the table the kernel builders read
+// (KernelParams.h); the grid formulas are the contract of
+// lib/Conversion/PagedAttnToGPU/KernelBuilders.h.
 //
 //===----------------------------------------------------------------------===//
 
+#include "PagedAttn/Conversion/PagedAttnToGPU/KernelParams.h"
 #include "PagedAttn/Conversion/PagedAttnToGPU/PagedAttnToGPU.h"
 #include "PagedAttn/Target/Passes.h"
 
@@ -28,14 +30,6 @@ using namespace mlir;
 using namespace mlir::paged_attn;
 
 namespace {
-
-constexpr const char *kPartitionParams =
-    "query key_cache value_cache block_tables seq_lens output exp_sums "
-    "max_logits tmp_output scale max_blocks_per_seq max_num_partitions "
-    "partition_tokens num_kv_heads group_size";
-constexpr const char *kReduceParams =
-    "output exp_sums max_logits tmp_output seq_lens num_heads "
-    "max_num_partitions partition_tokens sliding_window num_partitions";
 
 std::string typeName(Type t) {
   std::string s;
@@ -137,20 +131,19 @@ std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
   m << "kernel reduce " << variant << "_reduce threads "
     << intOf(key, "reduce_threads") << " smem "
     << intOf(key, "reduce_shared_bytes") << "\n";
-  // The _ext variants take ALiBi and the logits soft cap; every variant the
-  // sliding window (KernelBuilders.h).
-  // fp8 caches add their scales (scalars, or two floats on the device).
+  // Each kernel's parameters, from the one table the builders and the
+  // host launch read (KernelParams.h).
   bool ext = cast<BoolAttr>(key.get("ext_logits")).getValue();
   Type cacheType = cast<TypeAttr>(key.get("cache_dtype")).getValue();
   bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(cacheType);
-  for (StringRef role : {"partition", "onepass"})
-    m << "params " << role << " " << kPartitionParams
-      << (ext ? " alibi_slopes has_alibi sliding_window logits_soft_cap"
-              : " sliding_window")
-      << (fp8 ? " k_scale v_scale k_scale_ptr v_scale_ptr scales_on_device" : "")
-      << "\n";
-  m << "params reduce " << kReduceParams << "\n"
-    << "grid partition num_partitions "
+  for (KernelRole role :
+       {KernelRole::Partition, KernelRole::OnePass, KernelRole::Reduce}) {
+    m << "params " << roleName(role);
+    for (const KernelParam &p : kernelParams(role, ext, fp8))
+      m << " " << p.name;
+    m << "\n";
+  }
+  m << "grid partition num_partitions "
        "num_kv_heads*ceil(group_size/heads_per_program) num_seqs\n"
     << "grid onepass 1 num_kv_heads*ceil(group_size/heads_per_program) "
        "num_seqs\n"

@@ -119,10 +119,13 @@ pa_status checkDecodeArgs(const pa_decode_args &a) {
     return makeStatus(PA_ERROR_INVALID_ARGUMENT,
                       "logits_soft_cap (%g) must be finite and >= 0 (0: no cap)",
                       double(a.logits_soft_cap));
-  if (a.alibi_slopes % 4 != 0)
-    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
-                      "alibi_slopes (0x%llx) must be 4-byte aligned (f32)",
-                      static_cast<unsigned long long>(a.alibi_slopes));
+  for (auto [name, ptr] : {std::pair<const char *, CUdeviceptr>{
+                               "alibi_slopes", a.alibi_slopes},
+                           {"sinks", a.sinks}})
+    if (ptr % 4 != 0)
+      return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                        "%s (0x%llx) must be 4-byte aligned (f32)", name,
+                        static_cast<unsigned long long>(ptr));
   PA_RETURN_IF_ERROR(checkFp8Scales(a));
   // The key cache is x-packed in cache elements: 16 one-byte fp8 values.
   ElemType cache = callCacheType(a);

@@ -117,8 +117,11 @@ enum class ParamId : uint8_t {
   KScalePtr,      // pointer (0 when unused)
   VScalePtr,      // pointer (0 when unused)
   ScalesOnDevice, // i32 mask: bit 0 k_scale_ptr, bit 1 v_scale_ptr
+  // Attention sinks, taken by the kernels that normalize (one-pass, reduce).
+  Sinks,    // pointer (a stand-in when the call has none)
+  HasSinks, // i32: sinks != 0
 };
-inline constexpr int kNumParamIds = int(ParamId::ScalesOnDevice) + 1;
+inline constexpr int kNumParamIds = int(ParamId::HasSinks) + 1;
 /// At most this many parameters per kernel.
 inline constexpr int kMaxParams = 32;
 const char *paramName(ParamId id);
@@ -238,6 +241,9 @@ struct BundleDesc {
   /// Whether the partition and (if present) one-pass kernels take all five
   /// fp8 scale parameters (k_scale ... scales_on_device).
   bool takesFp8Scales() const;
+  /// Whether the kernels that normalize the softmax (reduce and, if
+  /// present, one-pass) take the attention sinks (sinks, has_sinks).
+  bool takesSinks() const;
 };
 
 /// Parses manifest text; `path` names it in messages ("path:line: what").
@@ -278,6 +284,7 @@ struct VariantKey {
   bool slidingWindow = false; // a sliding window requested
   /// The caches' element type; -1 (the default) means dtype.
   int cacheDtype = -1;
+  bool sinks = false; // attention sinks requested
   ElemType cacheType() const {
     return cacheDtype < 0 ? ElemType(dtype) : ElemType(cacheDtype);
   }

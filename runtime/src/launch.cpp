@@ -117,6 +117,13 @@ void marshalParams(const KernelDesc &kernel, const pa_decode_args &args,
     case ParamId::ScalesOnDevice:
       v.i32 = (args.k_scale_ptr != 0 ? 1 : 0) | (args.v_scale_ptr != 0 ? 2 : 0);
       break;
+    case ParamId::Sinks:
+      // Never read without sinks (has_sinks 0), as alibi_slopes above.
+      v.ptr = args.sinks ? args.sinks : args.exp_sums;
+      break;
+    case ParamId::HasSinks:
+      v.i32 = args.sinks != 0;
+      break;
     }
     // cuLaunchKernel reads each parameter's size from the kernel: point at
     // the union, whose first bytes hold the value for every kind.

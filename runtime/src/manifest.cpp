@@ -91,6 +91,16 @@ bool BundleDesc::takesFp8Scales() const {
   return true;
 }
 
+bool BundleDesc::takesSinks() const {
+  for (Role role : {Role::OnePass, Role::Reduce}) {
+    if (role == Role::OnePass && !hasOnePass())
+      continue;
+    if (!takes(ParamId::Sinks, role) || !takes(ParamId::HasSinks, role))
+      return false;
+  }
+  return true;
+}
+
 const char *roleName(Role role) {
   switch (role) {
   case Role::Partition:
@@ -133,7 +143,9 @@ static const char *const kParamNames[kNumParamIds] = {"query",
                                                       "v_scale",
                                                       "k_scale_ptr",
                                                       "v_scale_ptr",
-                                                      "scales_on_device"};
+                                                      "scales_on_device",
+                                                      "sinks",
+                                                      "has_sinks"};
 
 const char *paramName(ParamId id) { return kParamNames[int(id)]; }
 
@@ -152,7 +164,8 @@ static int paramIdOf(const std::string &name) {
 
 bool isPointerParam(ParamId id) {
   return id <= ParamId::TmpOutput || id == ParamId::AlibiSlopes ||
-         id == ParamId::KScalePtr || id == ParamId::VScalePtr;
+         id == ParamId::KScalePtr || id == ParamId::VScalePtr ||
+         id == ParamId::Sinks;
 }
 
 //===----------------------------------------------------------------------===//

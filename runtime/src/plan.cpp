@@ -194,12 +194,13 @@ static pa_status unsupported(const std::vector<BundleDesc> &variants,
   pa_status status = makeStatus(
       PA_ERROR_UNSUPPORTED,
       "no loaded variant serves dtype %s, cache_dtype %s, tmp_dtype %s, "
-      "head_size %d, block_size %d (group size %d)%s%s; %zu loaded",
+      "head_size %d, block_size %d (group size %d)%s%s%s; %zu loaded",
       dtypeName(key.dtype), elemTypeName(key.cacheType()),
       dtypeName(key.tmpDtype),
       key.headSize, key.blockSize, key.groupSize,
       key.extLogits ? " with ALiBi / logits soft cap (an _ext variant)" : "",
-      key.slidingWindow ? " with a sliding window" : "", variants.size());
+      key.slidingWindow ? " with a sliding window" : "",
+      key.sinks ? " with attention sinks" : "", variants.size());
   for (size_t i = 0; i < variants.size(); ++i)
     appendMessage(status, "%s%s", i ? ", " : ": ", variants[i].name.c_str());
   return status;
@@ -261,7 +262,8 @@ VariantKey variantKeyOf(const pa_decode_args &args) {
   return VariantKey{args.dtype, args.tmp_dtype, args.head_size,
                     args.block_size, args.num_heads / args.num_kv_heads,
                     args.alibi_slopes != 0 || args.logits_soft_cap > 0.0f,
-                    args.sliding_window > 0, callCacheType(args)};
+                    args.sliding_window > 0, callCacheType(args),
+                    args.sinks != 0};
 }
 
 /// The wide twin planDecode may run for `chosen`, or -1, and how many

@@ -92,7 +92,10 @@ bool servesFeatures(const BundleDesc &d, const VariantKey &key) {
            d.takes(ParamId::SlidingWindow, Role::Reduce))) &&
          // An fp8 cache is dequantized with the scales: a kernel that does
          // not take them cannot serve it.
-         (!isFp8(key.cacheType()) || d.takesFp8Scales());
+         (!isFp8(key.cacheType()) || d.takesFp8Scales()) &&
+         // Sinks join where the softmax is normalized: the reducer and the
+         // one-pass kernel must both take them.
+         (!key.sinks || d.takesSinks());
 }
 
 /// selectVariant's choice among descs[i] for each i of `candidates`, in

@@ -339,7 +339,13 @@ enum Profile { kShort, kRagged, kMedium, kLong };
 const char *const kProfileNames[] = {"short", "ragged", "medium", "long"};
 
 /// Optional features a case turns on (a bit mask).
-enum Feature { kAlibi = 1, kWindow = 2, kSoftCap = 4, kAllFeatures = 7 };
+enum Feature {
+  kAlibi = 1,
+  kWindow = 2,
+  kSoftCap = 4,
+  kSinks = 8,
+  kAllFeatures = 15
+};
 
 std::string featureLabel(int f) {
   if (!f)
@@ -351,6 +357,8 @@ std::string featureLabel(int f) {
     s += "window,";
   if (f & kSoftCap)
     s += "softcap,";
+  if (f & kSinks)
+    s += "sinks,";
   s.pop_back();
   return s;
 }
@@ -388,7 +396,7 @@ std::vector<Case> coveringCases(bool quick, bool withLong, uint64_t seed) {
     c.fixedGrid = (i + i / 7) % 2 == 1;
     c.profile = i % 4 == 0 ? kShort : i % 4 == 2 ? kMedium : kRagged;
     // Every combination of the features, none in half the cases.
-    c.features = i % 2 ? 0 : (i / 2) % 8;
+    c.features = i % 2 ? 0 : (i / 2) % 16;
     cases.push_back(c);
   }
   if (withLong) {
@@ -432,6 +440,7 @@ struct Inputs {
   std::vector<float> alibiSlopes; // [num_heads], empty without ALiBi
   int slidingWindow = 0;          // 0: none
   float softCap = 0;              // 0: none
+  std::vector<float> sinks;       // [num_heads], empty without sinks
 };
 
 std::vector<int> makeLengths(const Case &c, Rng &rng) {
@@ -540,6 +549,11 @@ Inputs makeInputs(const Case &c, Rng &rng) {
     in.slidingWindow = rng.range(1, maxLen);
   if (c.features & kSoftCap)
     in.softCap = 0.25f + 0.25f * float(rng.range(0, 8));
+  // Sinks from -2 to 4 per head: from a small share of the denominator to
+  // most of it for short contexts, different per head.
+  if (c.features & kSinks)
+    for (int h = 0; h < in.numHeads; ++h)
+      in.sinks.push_back(0.5f * float(rng.range(-4, 8)));
   return in;
 }
 
@@ -581,6 +595,12 @@ std::vector<double> reference(const Inputs &in) {
       for (int g = 0; g < group; ++g) {
         double *l = &logits[size_t(g) * len];
         double m = *std::max_element(l + first, l + len), sum = 0;
+        // A sink is one more logit in the denominator, with no value row.
+        if (!in.sinks.empty()) {
+          double sink = in.sinks[kvh * group + g];
+          m = std::max(m, sink);
+          sum = std::exp(sink - m);
+        }
         for (int t = first; t < len; ++t)
           sum += (l[t] = std::exp(l[t] - m));
         std::fill(acc.begin(), acc.end(), 0.0);
@@ -629,6 +649,7 @@ pa_decode_args baseArgs(const Case &c, const Inputs &in) {
   a.sliding_window = in.slidingWindow;
   a.logits_soft_cap = in.softCap;
   a.alibi_slopes = in.alibiSlopes.empty() ? 0 : 0x100; // planning only: set below
+  a.sinks = in.sinks.empty() ? 0 : 0x200;               // the same
   if (c.cache) {
     a.kv_cache_dtype = c.cache;
     // Device scales: the floats are 0, so only the device copy can give the
@@ -664,11 +685,12 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
   std::snprintf(
       buf, sizeof(buf),
       "seqs %d max_len %d len[0] %d | %s parts %dx%d%s | %s | window %d cap %g "
-      "alibi %s",
+      "alibi %s sinks %s",
       in.numSeqs, maxLen, in.seqLens[0], c.fixedGrid ? "fixed" : "adaptive",
       plan.num_partitions, plan.partition_tokens,
       plan.one_pass ? " one-pass" : "", plan.variant, in.slidingWindow,
-      double(in.softCap), in.alibiSlopes.empty() ? "no" : "yes");
+      double(in.softCap), in.alibiSlopes.empty() ? "no" : "yes",
+      in.sinks.empty() ? "no" : "yes");
   detail = buf;
   if (c.cache) {
     std::snprintf(buf, sizeof(buf),
@@ -692,7 +714,8 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
   tmp.setNaN();
   std::vector<float> stats(partRows, NAN);
 
-  DeviceBuffer dq, dk, dv, dbt, dlens, dout, des, dml, dtmp, dalibi, dscales;
+  DeviceBuffer dq, dk, dv, dbt, dlens, dout, des, dml, dtmp, dalibi, dscales,
+      dsinks;
   if (args.k_scale_ptr || args.v_scale_ptr) {
     // [k_scale, v_scale] as f32 on the device.
     float scales[2] = {in.kScale, in.vScale};
@@ -706,6 +729,12 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
     E2E_CHECK_CU(driver.cuMemcpyHtoD(dalibi.ptr, in.alibiSlopes.data(),
                                      dalibi.bytes),
                  "copy");
+  }
+  if (!in.sinks.empty()) {
+    E2E_CHECK_CU(dsinks.alloc(in.sinks.size() * 4), "cuMemAlloc(sinks)");
+    E2E_CHECK_CU(
+        driver.cuMemcpyHtoD(dsinks.ptr, in.sinks.data(), dsinks.bytes),
+        "copy");
   }
   E2E_CHECK_CU(dq.alloc(in.query.bytes()), "cuMemAlloc(query)");
   E2E_CHECK_CU(dk.alloc(in.keyCache.bytes()), "cuMemAlloc(key_cache)");
@@ -742,6 +771,7 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
   args.max_logits = dml.ptr;
   args.tmp_output = dtmp.ptr;
   args.alibi_slopes = dalibi.ptr;
+  args.sinks = dsinks.ptr;
   if (args.k_scale_ptr)
     args.k_scale_ptr = dscales.ptr;
   if (args.v_scale_ptr)
@@ -1001,7 +1031,7 @@ int main(int argc, char **argv) {
       ranShape.insert(shape.label);
       ranMode.insert(c.fixedGrid ? "fixed" : "adaptive");
       ranProfile.insert(kProfileNames[c.profile]);
-      for (int f : {int(kAlibi), int(kWindow), int(kSoftCap)})
+      for (int f : {int(kAlibi), int(kWindow), int(kSoftCap), int(kSinks)})
         if (c.features & f)
           ranFeature.insert(featureLabel(f));
     } else {

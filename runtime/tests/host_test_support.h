@@ -142,6 +142,9 @@ struct Spec {
   bool fp8Scales = true;
   /// `wide_twin_of`: the bundle this one declares itself the twin of.
   std::string twinOf;
+  /// The one-pass and reduce kernels take the attention sinks (`sinks
+  /// has_sinks` at their end), as every bundle the compiler writes now does.
+  bool sinks = false;
   std::string cacheDtype() const { return cache.empty() ? dtype : cache; }
   bool fp8() const { return cache.compare(0, 2, "f8") == 0; }
 };
@@ -155,6 +158,7 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
   std::string h = std::to_string(s.tile);
   std::string mainParams =
       s.features + (s.fp8() && s.fp8Scales ? kFp8Params : "");
+  std::string sinkParams = s.sinks ? " sinks has_sinks" : "";
   std::vector<std::string> lines = {
       "paged_attn-bundle 1",
       "name " + s.name,
@@ -180,7 +184,7 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
           std::string(s.features.find("sliding_window") != std::string::npos
                           ? " sliding_window"
                           : "") +
-          " num_partitions",
+          " num_partitions" + sinkParams,
       "grid partition num_partitions num_kv_heads*ceil(group_size/"
       "heads_per_program) num_seqs",
       "grid reduce ceil(num_heads/ceil(4/ceil(num_partitions/8))) num_seqs",
@@ -195,7 +199,7 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
         "params onepass query key_cache value_cache block_tables seq_lens "
         "output exp_sums max_logits tmp_output scale max_blocks_per_seq "
         "max_num_partitions partition_tokens num_kv_heads group_size" +
-        mainParams);
+        mainParams + sinkParams);
     lines.push_back("grid onepass 1 num_kv_heads*ceil(group_size/"
                     "heads_per_program) num_seqs");
   }

@@ -175,6 +175,13 @@ void argumentTests() {
        PA_ERROR_INVALID_ARGUMENT, "logits_soft_cap (-5) must be finite and >= 0"},
       {"args_alibi_misaligned", [](pa_decode_args &a) { a.alibi_slopes = 0x1002; },
        PA_ERROR_INVALID_ARGUMENT, "alibi_slopes (0x1002) must be 4-byte aligned"},
+      {"args_sinks_misaligned", [](pa_decode_args &a) { a.sinks = 0x1006; },
+       PA_ERROR_INVALID_ARGUMENT, "sinks (0x1006) must be 4-byte aligned (f32)"},
+      // The default context's bundle predates sinks: its kernels do not
+      // take them, so a call with sinks is refused, never run without.
+      {"args_sinks_need_a_bundle_taking_them",
+       [](pa_decode_args &a) { a.sinks = 0x1000; }, PA_ERROR_UNSUPPORTED,
+       "(group size 4) with attention sinks; 1 loaded"},
       // The default context holds a lean variant only: ALiBi and the soft
       // cap need an _ext one, and say so.
       {"args_alibi_needs_ext_variant",
@@ -345,6 +352,31 @@ void argumentTests() {
     a = validArgs();
     CHECK_STATUS(pa_decode_v2(h8.ctx, &a, nullptr), PA_ERROR_UNSUPPORTED,
                  "dtype f16, cache_dtype f16, tmp_dtype f32");
+  });
+
+  // Sinks need both kernels that normalize the softmax to take them: a
+  // bundle whose reduce kernel has them but whose one-pass kernel does not
+  // serves no call with sinks (a call without them still runs).
+  run("args_sinks_served_only_by_bundles_taking_them", [] {
+    Spec with;
+    with.name = "f16_d128_b16_h4_sinks_sm70";
+    with.sinks = true;
+    HostContext h(kH200, {with});
+    pa_decode_args a = validArgs();
+    a.sinks = 0x1000;
+    pa_plan p;
+    CHECK_OK(pa_plan_decode_v2(h.ctx, &a, &p));
+    CHECK_EQ(std::string(p.variant), with.name);
+
+    BundleDesc d = descFor(with);
+    std::vector<ParamId> &one = d.kernels[int(Role::OnePass)].params;
+    one.resize(one.size() - 2); // drop sinks has_sinks from the one-pass
+    CHECK(!d.takesSinks());
+    CHECK(d.takes(ParamId::Sinks, Role::Reduce));
+    VariantKey key{PA_F16, PA_F32, 128, 16, 4};
+    CHECK(servesFeatures(d, key));
+    key.sinks = true;
+    CHECK(!servesFeatures(d, key));
   });
 
   run("args_workspace_optional_for_one_pass", [] {
@@ -964,6 +996,33 @@ void marshalTests() {
     CHECK_EQ(k.values[15].ptr, a.exp_sums);
   });
 
+  // Sinks: the pointer and its flag at the end of the one-pass and reduce
+  // kernels, never the partition kernel's; without sinks the flag is 0 and
+  // the pointer a valid stand-in that is not read.
+  run("marshal_sink_params", [] {
+    Spec s;
+    s.sinks = true;
+    BundleDesc d = descFor(s);
+    CHECK(!d.takes(ParamId::Sinks, Role::Partition));
+    pa_decode_args a = validArgs();
+    a.sinks = 0x9000;
+    DecodePlan plan;
+    CHECK_OK(planDecode(kH200, {d}, a, true, plan));
+    KernelArgs k;
+    for (Role role : {Role::OnePass, Role::Reduce}) {
+      marshalParams(d.kernel(role), a, plan, k);
+      CHECK_EQ(k.count, role == Role::OnePass ? 18 : 12);
+      CHECK_EQ(k.values[k.count - 2].ptr, CUdeviceptr(0x9000));
+      CHECK_EQ(*static_cast<int32_t *>(k.pointers[k.count - 1]), 1);
+    }
+    a.sinks = 0;
+    for (Role role : {Role::OnePass, Role::Reduce}) {
+      marshalParams(d.kernel(role), a, plan, k);
+      CHECK_EQ(k.values[k.count - 2].ptr, a.exp_sums);
+      CHECK_EQ(*static_cast<int32_t *>(k.pointers[k.count - 1]), 0);
+    }
+  });
+
   // fp8 bundles: the five scale parameters after the features, in
   // manifest order; scales_on_device has bit 0 for a device k_scale, bit 1
   // for a device v_scale. The reduce kernel is unchanged.
@@ -1047,7 +1106,7 @@ void marshalTests() {
   });
 
   // The Python ctypes mirror depends on the fields' order: the fp8 fields
-  // are appended after logits_soft_cap.
+  // are appended after logits_soft_cap, then the sinks pointer.
   run("abi_decode_args_fp8_fields_appended", [] {
     CHECK_EQ(sizeof(pa_kv_cache_dtype), sizeof(int32_t));
     CHECK_EQ(offsetof(pa_decode_args, kv_cache_dtype),
@@ -1061,8 +1120,9 @@ void marshalTests() {
     CHECK_EQ(offsetof(pa_decode_args, k_scale_ptr) % 8, size_t(0));
     CHECK_EQ(offsetof(pa_decode_args, v_scale_ptr),
              offsetof(pa_decode_args, k_scale_ptr) + 8);
-    CHECK_EQ(sizeof(pa_decode_args),
+    CHECK_EQ(offsetof(pa_decode_args, sinks),
              offsetof(pa_decode_args, v_scale_ptr) + 8);
+    CHECK_EQ(sizeof(pa_decode_args), offsetof(pa_decode_args, sinks) + 8);
     CHECK_EQ(int(PA_KV_CACHE_AUTO), 0);
     CHECK_EQ(int(PA_KV_CACHE_FP8_E4M3), 1);
     CHECK_EQ(int(PA_KV_CACHE_FP8_E5M2), 2);

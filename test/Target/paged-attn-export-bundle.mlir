@@ -7,7 +7,9 @@
 // RUN: FileCheck %s --check-prefix=MANIFEST90 < %t/pa_bf16_d256_b32_h8_mma_sm90.manifest
 
 // The reduce kernel: one program per (sequence, head), its workgroup
-// memory 4 warps x (256 + 2) floats.
+// memory 4 warps x (256 + 2) floats. Every variant takes attention sinks
+// (sinks has_sinks) in the kernels that normalize the softmax: one-pass and
+// reduce, not partition.
 // MANIFEST: paged_attn-bundle 1
 // MANIFEST-NEXT: name pa_bf16_d256_b32_h2_sm70
 // MANIFEST-NEXT: chip sm_70
@@ -23,9 +25,9 @@
 // MANIFEST-NEXT: kernel partition pa_bf16_d256_b32_h2_partition threads 128 smem 8576
 // MANIFEST-NEXT: kernel onepass pa_bf16_d256_b32_h2_onepass threads 128 smem 8576
 // MANIFEST-NEXT: kernel reduce pa_bf16_d256_b32_h2_reduce threads 128 smem 4128
-// MANIFEST-NEXT: params partition query key_cache value_cache block_tables seq_lens output exp_sums max_logits tmp_output scale max_blocks_per_seq max_num_partitions partition_tokens num_kv_heads group_size sliding_window
-// MANIFEST-NEXT: params onepass query key_cache value_cache block_tables seq_lens output exp_sums max_logits tmp_output scale max_blocks_per_seq max_num_partitions partition_tokens num_kv_heads group_size sliding_window
-// MANIFEST-NEXT: params reduce output exp_sums max_logits tmp_output seq_lens num_heads max_num_partitions partition_tokens sliding_window num_partitions{{$}}
+// MANIFEST-NEXT: params partition query key_cache value_cache block_tables seq_lens output exp_sums max_logits tmp_output scale max_blocks_per_seq max_num_partitions partition_tokens num_kv_heads group_size sliding_window{{$}}
+// MANIFEST-NEXT: params onepass query key_cache value_cache block_tables seq_lens output exp_sums max_logits tmp_output scale max_blocks_per_seq max_num_partitions partition_tokens num_kv_heads group_size sliding_window sinks has_sinks{{$}}
+// MANIFEST-NEXT: params reduce seq_lens output exp_sums max_logits tmp_output num_heads max_num_partitions partition_tokens sliding_window num_partitions sinks has_sinks{{$}}
 // MANIFEST-NEXT: grid partition num_partitions num_kv_heads*ceil(group_size/heads_per_program) num_seqs
 // MANIFEST-NEXT: grid onepass 1 num_kv_heads*ceil(group_size/heads_per_program) num_seqs
 // MANIFEST-NEXT: grid reduce ceil(num_heads/ceil(4/ceil(num_partitions/8))) num_seqs

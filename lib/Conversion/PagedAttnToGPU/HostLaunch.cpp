@@ -31,6 +31,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -103,6 +104,66 @@ Value flatten(OpBuilder &b, Location loc, Value memref) {
                                            /*strides=*/{1});
 }
 
+/// Launch-time sizes kernelArgValues cannot read off the op's types.
+struct LaunchSizes {
+  Value maxBlocksPerSeq, maxNumPartitions, numPartitions; // i32
+};
+
+/// Every kernel parameter's value by name (KernelParams.h), created at the
+/// rewriter's insertion point; each launch takes the ones its kernel's
+/// signature lists. Absent optional buffers get exp_sums as a stand-in that
+/// is never read (has_alibi, has_sinks and scales_on_device are 0).
+llvm::StringMap<Value> kernelArgValues(RewriterBase &rewriter, DecodeV2Op op,
+                                       const LaunchSizes &sizes) {
+  Location loc = op.getLoc();
+  auto i32 = [&](int64_t v) -> Value {
+    return arith::ConstantIntOp::create(rewriter, loc, v, 32);
+  };
+  auto f32 = [&](float v) -> Value {
+    return arith::ConstantOp::create(rewriter, loc,
+                                     rewriter.getF32FloatAttr(v));
+  };
+  llvm::StringMap<Value> values;
+  for (auto [name, v] :
+       {std::pair<StringRef, Value>{"query", op.getQuery()},
+        {"key_cache", op.getKeyCache()},
+        {"value_cache", op.getValueCache()},
+        {"block_tables", op.getBlockTables()},
+        {"seq_lens", op.getSeqLens()},
+        {"output", op.getOutput()},
+        {"exp_sums", op.getExpSums()},
+        {"max_logits", op.getMaxLogits()},
+        {"tmp_output", op.getTmpOutput()}})
+    values[name] = flatten(rewriter, loc, v);
+  Value standIn = values["exp_sums"];
+  auto optional = [&](Value v) {
+    return v ? flatten(rewriter, loc, v) : standIn;
+  };
+  int64_t heads = op.getNumHeads(), kvHeads = op.getNumKvHeads();
+  values["scale"] = arith::ConstantOp::create(rewriter, loc, op.getScaleAttr());
+  values["max_blocks_per_seq"] = sizes.maxBlocksPerSeq;
+  values["num_heads"] = i32(heads);
+  values["max_num_partitions"] = sizes.maxNumPartitions;
+  values["partition_tokens"] = i32(op.getPartitionSize());
+  values["num_kv_heads"] = i32(kvHeads);
+  values["group_size"] = i32(heads / kvHeads);
+  values["alibi_slopes"] = optional(op.getAlibiSlopes());
+  values["has_alibi"] = i32(op.getAlibiSlopes() ? 1 : 0);
+  values["sliding_window"] = i32(op.getSlidingWindow().value_or(0));
+  std::optional<APFloat> cap = op.getLogitsSoftCap();
+  values["logits_soft_cap"] = f32(cap ? cap->convertToFloat() : 0.0f);
+  // fp8 caches: the op's scalar scales, none on the device.
+  values["k_scale"] = op.getKScale();
+  values["v_scale"] = op.getVScale();
+  values["k_scale_ptr"] = standIn;
+  values["v_scale_ptr"] = standIn;
+  values["scales_on_device"] = i32(0);
+  values["num_partitions"] = sizes.numPartitions;
+  values["sinks"] = optional(op.getSinks());
+  values["has_sinks"] = i32(op.getSinks() ? 1 : 0);
+  return values;
+}
+
 /// Why `op` cannot be lowered, or success. Shared by the pattern and the
 /// pass's pre-check, which reports it as an error.
 LogicalResult checkLowerable(DecodeV2Op op,
@@ -154,9 +215,6 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
     auto idx = [&](int64_t v) {
       return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
     };
-    auto i32 = [&](int64_t v) {
-      return arith::ConstantIntOp::create(rewriter, loc, v, 32).getResult();
-    };
     auto toI32 = [&](Value index) {
       return arith::IndexCastOp::create(rewriter, loc, rewriter.getI32Type(),
                                         index)
@@ -186,47 +244,25 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
                   .getResult()
             : maxParts;
 
-    SmallVector<Value> partitionArgs;
-    for (Value v : {op.getQuery(), op.getKeyCache(), op.getValueCache(),
-                    op.getBlockTables(), op.getSeqLens(), op.getOutput(),
-                    op.getExpSums(), op.getMaxLogits(), op.getTmpOutput()})
-      partitionArgs.push_back(flatten(rewriter, loc, v));
-    Value scale = arith::ConstantOp::create(rewriter, loc, op.getScaleAttr());
-    partitionArgs.append({scale, toI32(maxBlocks), toI32(maxParts),
-                          i32(partition), i32(kvHeads), i32(group)});
-    // Features: ALiBi slopes (without them any f32 buffer stands in, never
-    // read), sliding window (0: none) and logits soft cap (0: none).
-    // The _ext variants take ALiBi and the soft cap (KernelBuilders.h).
-    Value alibi = op.getAlibiSlopes();
-    if (plan->extLogits)
-      partitionArgs.append(
-          {alibi ? flatten(rewriter, loc, alibi) : partitionArgs[6],
-           i32(alibi ? 1 : 0)});
-    Value window = i32(op.getSlidingWindow().value_or(0));
-    partitionArgs.push_back(window);
-    if (plan->extLogits)
-      partitionArgs.push_back(arith::ConstantOp::create(
-          rewriter, loc,
-          rewriter.getF32FloatAttr(op.getLogitsSoftCap()
-                                       ? op.getLogitsSoftCap()->convertToFloat()
-                                       : 0.0f)));
-    // fp8 caches: the op's scalar scales; the scale pointers are stand-ins
-    // (never read with scales_on_device = 0).
-    if (plan->fp8Cache())
-      partitionArgs.append({op.getKScale(), op.getVScale(), partitionArgs[6],
-                            partitionArgs[6], i32(0)});
-    SmallVector<Value> reduceArgs{partitionArgs[5], partitionArgs[6],
-                                  partitionArgs[7], partitionArgs[8],
-                                  partitionArgs[4], i32(heads),
-                                  toI32(maxParts), i32(partition), window,
-                                  toI32(parts)};
+    llvm::StringMap<Value> values =
+        kernelArgValues(rewriter, op, {toI32(maxBlocks), toI32(maxParts),
+                                       toI32(parts)});
+    auto argsOf = [&](KernelRole role) {
+      SmallVector<Value> args;
+      for (const KernelParam &p :
+           kernelParams(role, plan->extLogits, plan->fp8Cache())) {
+        assert(values.lookup(p.name) && "every kernel parameter has a value");
+        args.push_back(values.lookup(p.name));
+      }
+      return args;
+    };
 
     gpu::KernelDim3 block{idx(plan->threads()), idx(1), idx(1)};
-    auto launchPartition = [&](OpBuilder &b, StringRef suffix, Value gridX) {
+    auto launchPartition = [&](OpBuilder &b, KernelRole role, Value gridX) {
       gpu::LaunchFuncOp::create(
-          b, loc, kernel(suffix),
+          b, loc, kernel(std::string("_") + roleName(role)),
           gpu::KernelDim3{gridX, idx(kvHeads * tiles), seqs}, block,
-          /*dynamicSharedMemorySize=*/Value(), partitionArgs);
+          /*dynamicSharedMemorySize=*/Value(), argsOf(role));
     };
     auto launchReduce = [&](OpBuilder &b) {
       // Heads per reduce program: ceil(4 / ceil(parts / 8)), as the kernel
@@ -241,13 +277,13 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
                                                      perProgram),
                           seqs, idx(1)},
           gpu::KernelDim3{idx(kReduceWarps * 32), idx(1), idx(1)},
-          /*dynamicSharedMemorySize=*/Value(), reduceArgs);
+          /*dynamicSharedMemorySize=*/Value(), argsOf(KernelRole::Reduce));
     };
 
     // One partition covers every context: one kernel, no workspace trip.
     if (auto staticParts = getConstantIntValue(parts);
         staticParts && *staticParts == 1) {
-      launchPartition(rewriter, "_onepass", idx(1));
+      launchPartition(rewriter, KernelRole::OnePass, idx(1));
       rewriter.eraseOp(op);
       return success();
     }
@@ -259,9 +295,9 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
     {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(ifOp.thenBlock());
-      launchPartition(rewriter, "_onepass", idx(1));
+      launchPartition(rewriter, KernelRole::OnePass, idx(1));
       rewriter.setInsertionPointToStart(ifOp.elseBlock());
-      launchPartition(rewriter, "_partition", parts);
+      launchPartition(rewriter, KernelRole::Partition, parts);
       launchReduce(rewriter);
     }
     rewriter.eraseOp(op);

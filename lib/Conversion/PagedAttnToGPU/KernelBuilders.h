@@ -12,6 +12,8 @@
 
 #include "KernelPlan.h"
 
+#include "PagedAttn/Conversion/PagedAttnToGPU/KernelParams.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 #include <string>
@@ -30,11 +32,27 @@ inline MemRefType flatMemRefType(Type elementType) {
   return MemRefType::get({kFlatExtent}, elementType);
 }
 
-/// `<variant>_partition` (or `<variant>_onepass` when `onePass`):
-/// (query, key_cache, value_cache, block_tables, seq_lens, output, exp_sums,
-///  max_logits, tmp_output : flat memrefs, scale : f32, max_blocks_per_seq,
-///  max_num_partitions, partition_tokens, num_kv_heads, group_size : i32).
-/// Grid (partitions, num_kv_heads * head tiles, num_seqs), plan.threads().
+/// One kernel's parameters (the table of KernelParams.h, filtered for the
+/// variant): its gpu.func argument types, and its arguments by name.
+class KernelSignature {
+public:
+  KernelSignature(KernelRole role, const KernelPlan &plan)
+      : params(kernelParams(role, plan.extLogits, plan.fp8Cache())),
+        plan(plan) {}
+  /// The gpu.func argument types, in order.
+  SmallVector<Type> types(MLIRContext *ctx) const;
+  /// The argument `name` of the kernel's entry block, or null where this
+  /// kernel (in this variant) does not take it.
+  Value arg(Block &entry, StringRef name) const;
+
+  const SmallVector<KernelParam> params;
+
+private:
+  const KernelPlan &plan;
+};
+
+/// `<variant>_partition` (or `<variant>_onepass` when `onePass`), with the
+/// parameters KernelSignature gives for its role. Grid (partitions, num_kv_heads * head tiles, num_seqs), plan.threads().
 gpu::GPUFuncOp buildPartitionKernel(OpBuilder &moduleBuilder, Location loc,
                                     const KernelPlan &plan, bool onePass);
 
@@ -60,10 +78,8 @@ inline constexpr int64_t reduceSharedFloats(int64_t headSize) {
   return kReduceWarps * (headSize + 2);
 }
 
-/// `<variant>_reduce`: (output, exp_sums, max_logits, tmp_output, seq_lens :
-/// flat memrefs, num_heads, max_num_partitions, partition_tokens,
-/// sliding_window, num_partitions : i32), num_partitions being the launched
-/// partition count. Grid (ceil(num_heads / heads per program), num_seqs),
+/// `<variant>_reduce`, with the parameters KernelSignature gives for it
+/// (num_partitions is the launched partition count). Grid (ceil(num_heads / heads per program), num_seqs),
 /// kReduceWarps * 32 threads.
 gpu::GPUFuncOp buildReduceKernel(OpBuilder &moduleBuilder, Location loc,
                                  const KernelPlan &plan);

@@ -6,7 +6,11 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cfloat>
 
 using namespace mlir;
 using namespace mlir::paged_attn;
@@ -164,4 +168,24 @@ Value mlir::paged_attn::fma(ImplicitLocOpBuilder &b, Value a, Value x,
 Value mlir::paged_attn::maxf(ImplicitLocOpBuilder &b, Value a, Value c) {
   Value gt = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, a, c);
   return arith::SelectOp::create(b, gt, a, c);
+}
+
+std::pair<Value, Value> mlir::paged_attn::sinkState(ImplicitLocOpBuilder &b,
+                                                    Value sinks,
+                                                    Value hasSinks, Value head,
+                                                    double domain) {
+  Type f32 = b.getF32Type();
+  Value on = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, hasSinks,
+                                   arith::ConstantIntOp::create(b, 0, 32));
+  auto ifOp = scf::IfOp::create(b, TypeRange{f32, f32}, on,
+                                /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value sink = memref::LoadOp::create(b, sinks, ValueRange{head});
+  if (domain != 1.0)
+    sink = arith::MulFOp::create(b, sink, cF32(b, float(domain)));
+  scf::YieldOp::create(b, ValueRange{sink, cF32(b, 1.0f)});
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(b, ValueRange{cF32(b, -FLT_MAX), cF32(b, 0.0f)});
+  return {ifOp.getResult(0), ifOp.getResult(1)};
 }

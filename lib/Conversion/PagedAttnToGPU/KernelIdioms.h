@@ -50,6 +50,15 @@ Value fma(ImplicitLocOpBuilder &b, Value a, Value x, Value c);
 /// max(a, c) for values that are never NaN (-inf allowed).
 Value maxf(ImplicitLocOpBuilder &b, Value a, Value c);
 
+/// The attention sink of query head `head` (index) as an online-softmax
+/// state (m, l) to merge where the softmax is normalized: (sinks[head] *
+/// `domain`, 1) when the i32 kernel parameter `hasSinks` is nonzero (one
+/// load, under a uniform branch), else (-FLT_MAX, 0), which merges as the
+/// identity. `domain` is log2(e) for a state in the log2 domain, 1 for the
+/// natural one.
+std::pair<Value, Value> sinkState(ImplicitLocOpBuilder &b, Value sinks,
+                                  Value hasSinks, Value head, double domain);
+
 } // namespace mlir::paged_attn
 
 #endif // PAGED_ATTN_LIB_CONVERSION_PAGEDATTNTOGPU_KERNELIDIOMS_H

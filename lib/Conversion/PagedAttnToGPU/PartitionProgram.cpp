@@ -21,25 +21,10 @@ using namespace mlir::paged_attn;
 
 gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
   MLIRContext *ctx = moduleBuilder.getContext();
-  auto flat = [&](Type t) { return flatMemRefType(t); };
-  Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
-  Type i32Flat = flat(i32), f32Flat = flat(f32);
-  SmallVector<Type> args{flat(plan.elemType),  flat(plan.cacheType),
-                         flat(plan.cacheType), i32Flat,
-                         i32Flat,              flat(plan.elemType),
-                         f32Flat,              f32Flat,
-                         flat(plan.tmpType),   f32,
-                         i32,                  i32,
-                         i32,                  i32,
-                         i32};
-  if (plan.extLogits) // alibi_slopes, has_alibi
-    args.append({f32Flat, i32});
-  args.push_back(i32); // sliding_window
-  if (plan.extLogits) // logits_soft_cap
-    args.push_back(f32);
-  if (plan.fp8Cache()) // k_scale, v_scale, k_scale_ptr, v_scale_ptr,
-                       // scales_on_device
-    args.append({f32, f32, f32Flat, f32Flat, i32});
+  Type f32 = Float32Type::get(ctx);
+  KernelSignature sig(onePass ? KernelRole::OnePass : KernelRole::Partition,
+                      plan);
+  SmallVector<Type> args = sig.types(ctx);
   auto workgroup =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   auto sharedType = MemRefType::get({plan.sharedFloats()}, f32,
@@ -68,17 +53,18 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
                 moduleBuilder.getI32IntegerAttr(plan.programsPerSM));
 
   Block &entry = func.getBody().front();
-  auto arg = [&](unsigned i) { return entry.getArgument(i); };
-  query = arg(0), keyCache = arg(1), valueCache = arg(2), blockTables = arg(3),
-  seqLens = arg(4), output = arg(5), expSums = arg(6), maxLogits = arg(7),
-  tmpOutput = arg(8), scale = arg(9), maxBlocks = arg(10), maxParts = arg(11),
-  partTokens = arg(12), numKvHeads = arg(13), groupSize = arg(14);
-  if (plan.extLogits) {
-    alibiSlopes = arg(15), hasAlibi = arg(16), slidingWindow = arg(17),
-    logitsSoftCap = arg(18);
-  } else {
-    slidingWindow = arg(15);
-  }
+  auto arg = [&](StringRef name) { return sig.arg(entry, name); };
+  query = arg("query"), keyCache = arg("key_cache"),
+  valueCache = arg("value_cache"), blockTables = arg("block_tables"),
+  seqLens = arg("seq_lens"), output = arg("output"), expSums = arg("exp_sums"),
+  maxLogits = arg("max_logits"), tmpOutput = arg("tmp_output"),
+  scale = arg("scale"), maxBlocks = arg("max_blocks_per_seq"),
+  maxParts = arg("max_num_partitions"), partTokens = arg("partition_tokens"),
+  numKvHeads = arg("num_kv_heads"), groupSize = arg("group_size"),
+  alibiSlopes = arg("alibi_slopes"), hasAlibi = arg("has_alibi"),
+  slidingWindow = arg("sliding_window"),
+  logitsSoftCap = arg("logits_soft_cap"), sinks = arg("sinks"),
+  hasSinks = arg("has_sinks");
   shared = func.getWorkgroupAttributions().front();
 
   ImplicitLocOpBuilder b(loc, ctx);
@@ -94,10 +80,9 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
     // CUDA graph can change them. k_scale joins the query's scale
     // (q . (ks k) = (ks q) . k), v_scale the partition's output; both carry
     // the factor the in-register widening leaves out.
-    unsigned at = plan.extLogits ? 19 : 16;
-    auto pick = [&](unsigned scalar, unsigned ptr, int64_t bit) -> Value {
+    auto pick = [&](StringRef scalar, StringRef ptr, int64_t bit) -> Value {
       Value flag = arith::AndIOp::create(
-          b, arg(at + 4), arith::ConstantIntOp::create(b, bit, 32));
+          b, arg("scales_on_device"), arith::ConstantIntOp::create(b, bit, 32));
       Value onDevice = arith::CmpIOp::create(
           b, arith::CmpIPredicate::ne, flag,
           arith::ConstantIntOp::create(b, 0, 32));
@@ -115,8 +100,8 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
       return arith::MulFOp::create(b, ifOp.getResult(0),
                                    cF32(b, plan.cacheFactor()));
     };
-    scale = arith::MulFOp::create(b, scale, pick(at, at + 2, 1));
-    valueScale = pick(at + 1, at + 3, 2);
+    scale = arith::MulFOp::create(b, scale, pick("k_scale", "k_scale_ptr", 1));
+    valueScale = pick("v_scale", "v_scale_ptr", 2);
   }
   emitBody(b);
   gpu::ReturnOp::create(b);
@@ -339,6 +324,14 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
       mMax = maxf(b, mMax, ms.back());
     }
     Value sum = cF32(b, 0.0f), acc = cF32(b, 0.0f);
+    if (onePass) {
+      // The attention sink joins where the softmax is normalized: here, or
+      // in the reducer after a partition kernel (which never reads it).
+      auto [mSink, lSink] = sinkState(b, sinks, hasSinks, head, M_LOG2E);
+      mMax = maxf(b, mMax, mSink);
+      sum = arith::MulFOp::create(
+          b, lSink, exp2(b, arith::SubFOp::create(b, mSink, mMax)));
+    }
     for (int64_t w = 0; w < plan.warps; ++w) {
       // A warp without tokens holds m = -inf (or -FLT_MAX) and l = 0.
       Value f = exp2(b, arith::SubFOp::create(b, ms[w], mMax));

@@ -109,7 +109,8 @@ protected:
   // Kernel arguments.
   Value query, keyCache, valueCache, blockTables, seqLens, output, expSums,
       maxLogits, tmpOutput, scale, maxBlocks, maxParts, partTokens, numKvHeads,
-      groupSize, alibiSlopes, hasAlibi, slidingWindow, logitsSoftCap, shared;
+      groupSize, alibiSlopes, hasAlibi, slidingWindow, logitsSoftCap, sinks,
+      hasSinks, shared;
   // The wmma kernel's workgroup memory is one byte buffer (32-byte aligned)
   // that `shared` views as f32 and the kernel as f16; null otherwise.
   Value sharedBuffer;

@@ -17,6 +17,7 @@
 //        acc_w[d] = sum_p tmp[p][d] * exp_sums[p] * exp(max_logits[p] - M)
 //   3. the warps' accumulators meet in workgroup memory and the head's
 //      threads store out[d] = sum_w acc_w[d] / L, one 16-byte slice each.
+//   With attention sinks, the head's sink (one load) joins M and L after 1.
 //   A head of one warp skips both workgroup merges (a branch uniform over
 //   the program) and stores its lanes' registers.
 //
@@ -47,12 +48,9 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
                                                    Location loc,
                                                    const KernelPlan &plan) {
   MLIRContext *ctx = moduleBuilder.getContext();
-  auto flat = [&](Type t) { return flatMemRefType(t); };
-  Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
-  SmallVector<Type> args{flat(plan.elemType), flat(f32), flat(f32),
-                         flat(plan.tmpType),  flat(i32), i32,
-                         i32,                 i32,       i32,
-                         i32};
+  Type f32 = Float32Type::get(ctx);
+  KernelSignature sig(KernelRole::Reduce, plan);
+  SmallVector<Type> args = sig.types(ctx);
   const int64_t d = plan.headSize, threads = kReduceWarps * 32;
   // Workgroup memory: the warps' accumulators (warps x head_size), then
   // their maxima and exp sums (warps each).
@@ -68,12 +66,15 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
   func.setKnownBlockSizeAttr(moduleBuilder.getDenseI32ArrayAttr(
       {static_cast<int32_t>(threads), 1, 1}));
   Block &entry = func.getBody().front();
-  Value output = entry.getArgument(0), expSums = entry.getArgument(1),
-        maxLogits = entry.getArgument(2), tmpOutput = entry.getArgument(3),
-        seqLens = entry.getArgument(4), numHeadsArg = entry.getArgument(5),
-        maxPartsArg = entry.getArgument(6), partTokens = entry.getArgument(7),
-        slidingWindow = entry.getArgument(8),
-        numPartsArg = entry.getArgument(9);
+  auto arg = [&](StringRef name) { return sig.arg(entry, name); };
+  Value output = arg("output"), expSums = arg("exp_sums"),
+        maxLogits = arg("max_logits"), tmpOutput = arg("tmp_output"),
+        seqLens = arg("seq_lens"), numHeadsArg = arg("num_heads"),
+        maxPartsArg = arg("max_num_partitions"),
+        partTokens = arg("partition_tokens"),
+        slidingWindow = arg("sliding_window"),
+        numPartsArg = arg("num_partitions"), sinks = arg("sinks"),
+        hasSinks = arg("has_sinks");
   Value shared = func.getWorkgroupAttributions().front();
 
   ImplicitLocOpBuilder b(loc, ctx);
@@ -195,6 +196,10 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
     scf::YieldOp::create(b, statMerge.getResults());
   }
   m = statIf.getResult(0), l = statIf.getResult(1);
+  // The attention sink: a logit without a value row, so it joins M and L
+  // only (weights below use the merged M).
+  auto [mSink, lSink] = sinkState(b, sinks, hasSinks, head, 1.0);
+  merge(b, m, l, mSink, lSink);
   Value invL = arith::DivFOp::create(b, cF32(b, 1.0f), l);
 
   // Each lane's slices of head_size (clamped; padded lanes do not store).

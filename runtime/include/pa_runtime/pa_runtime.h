@@ -115,6 +115,10 @@ typedef struct pa_decode_args {
   /// fp8: when nonzero, one f32 on the device that the kernel reads at run
   /// time instead of k_scale / v_scale (a CUDA graph can change it).
   CUdeviceptr k_scale_ptr, v_scale_ptr;
+  /// Attention sinks (gpt-oss): [num_heads] f32 logits, one per query head,
+  /// that join each head's softmax denominator with no value row (0: none;
+  /// docs/features.md). Read on the device at run time.
+  CUdeviceptr sinks;
 } pa_decode_args;
 
 /// Checks the arguments, picks the variant, loads its module if this is its

@@ -96,6 +96,8 @@ class DecodeArgs(ctypes.Structure):
         ("v_scale", ctypes.c_float),
         ("k_scale_ptr", CUdeviceptr),
         ("v_scale_ptr", CUdeviceptr),
+        # Attention sinks: float32 [num_heads] on the device, 0 for none.
+        ("sinks", CUdeviceptr),
     ]
 
 

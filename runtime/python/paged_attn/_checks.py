@@ -26,7 +26,7 @@ from . import _capi
 PARTITION_SIZE = 512
 #: Mirrors include/PagedAttn/Dialect/PagedAttn/IR/Limits.h (keep in sync).
 SUPPORTED_HEAD_SIZES = (64, 80, 96, 112, 128, 192, 256)
-SUPPORTED_BLOCK_SIZES = (8, 16, 32)
+SUPPORTED_BLOCK_SIZES = (8, 16, 32, 64, 128)
 KEY_PACK_BYTES = 16
 #: fp8 caches: the key cache packs x = 16 one-byte elements, so head_size
 #: must be a multiple of it.
@@ -77,7 +77,7 @@ class Call:
                  "block_size", "num_blocks", "max_blocks_per_seq", "max_num_partitions",
                  "max_seq_len", "scale", "device_index", "tensors", "pointers", "alibi_slopes",
                  "sliding_window", "logits_soft_cap", "kv_cache_dtype", "k_scale", "v_scale",
-                 "k_scale_ptr", "v_scale_ptr")
+                 "k_scale_ptr", "v_scale_ptr", "sinks")
 
 
 def _dtype_name(dt):
@@ -180,7 +180,7 @@ def _check_kwargs(kwargs):
     unknown = sorted(k for k in kwargs if k not in _VLLM_KWARGS)
     if unknown:
         raise TypeError("%s() got unexpected keyword argument(s) %s; the extensions are "
-                        "'fixed_grid', 'sliding_window', 'logits_soft_cap' and vLLM's "
+                        "'fixed_grid', 'sliding_window', 'logits_soft_cap', 'sinks' and vLLM's "
                         "dense-call keywords %s"
                         % (_FN, ", ".join(repr(k) for k in unknown), ", ".join(_VLLM_KWARGS)))
     for k in _VLLM_KWARGS:
@@ -234,7 +234,7 @@ def _soft_cap_arg(value):
 def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
                num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
                alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs, fixed_grid,
-               sliding_window=None, logits_soft_cap=None):
+               sliding_window=None, logits_soft_cap=None, sinks=None):
     """Checks one call; returns a Call or raises."""
     # --- keywords and features ---------------------------------------------
     if kwargs:
@@ -242,6 +242,7 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
     window = _window_arg(sliding_window)
     soft_cap = _soft_cap_arg(logits_soft_cap)
     alibi = None if alibi_slopes is None else _tensor("alibi_slopes", alibi_slopes)
+    sinks_t = None if sinks is None else _tensor("sinks", sinks)
     kv = _kv_cache_dtype_arg(kv_cache_dtype)
     fp8 = kv != _capi.PA_KV_CACHE_AUTO
     k_scale_t = v_scale_t = None
@@ -399,12 +400,14 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
                          "= %d (dim 2)" % (_FN, max_seq_len, max_seq_len, PARTITION_SIZE,
                                            needed, P))
 
-    if alibi is not None:
-        if alibi.dtype != torch.float32:
-            raise TypeError("%s(): alibi_slopes must be float32, got %s"
-                            % (_FN, _dtype_name(alibi.dtype)))
-        if alibi.shape != (H,):
-            raise _shape_error("alibi_slopes", "[num_heads] = [%d]" % H, alibi)
+    for name, t in (("alibi_slopes", alibi), ("sinks", sinks_t)):
+        if t is None:
+            continue
+        if t.dtype != torch.float32:
+            raise TypeError("%s(): %s must be float32, got %s"
+                            % (_FN, name, _dtype_name(t.dtype)))
+        if t.shape != (H,):
+            raise _shape_error(name, "[num_heads] = [%d]" % H, t)
 
     # --- layout -----------------------------------------------------------------
     tensors = (("query", q), ("key_cache", kc), ("value_cache", vc), ("block_tables", bt),
@@ -412,6 +415,8 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
                ("tmp_output", tmp))
     if alibi is not None:
         tensors += (("alibi_slopes", alibi),)
+    if sinks_t is not None:
+        tensors += (("sinks", sinks_t),)
     scale_tensors = tuple((n, t) for n, t in (("k_scale", k_scale_t), ("v_scale", v_scale_t))
                           if t is not None)
     for name, t in tensors:
@@ -462,6 +467,7 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
     c.k_scale, c.v_scale = k_scale, v_scale
     c.k_scale_ptr = k_scale_t.data_ptr() if k_scale_t is not None else 0
     c.v_scale_ptr = v_scale_t.data_ptr() if v_scale_t is not None else 0
+    c.sinks = sinks_t.data_ptr() if sinks_t is not None else 0
     return c
 
 

@@ -112,14 +112,15 @@ def _decode_args(c):
         c.dtype, c.tmp_dtype, c.num_seqs, c.num_heads, c.num_kv_heads, c.head_size,
         c.block_size, c.num_blocks, c.max_blocks_per_seq, c.max_num_partitions, PARTITION_SIZE,
         c.max_seq_len, c.scale, *c.pointers, c.alibi_slopes, c.sliding_window,
-        c.logits_soft_cap, c.kv_cache_dtype, c.k_scale, c.v_scale, c.k_scale_ptr, c.v_scale_ptr)
+        c.logits_soft_cap, c.kv_cache_dtype, c.k_scale, c.v_scale, c.k_scale_ptr, c.v_scale_ptr,
+        c.sinks)
 
 
 def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
                        num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
                        alibi_slopes, kv_cache_dtype="auto", k_scale=1.0, v_scale=1.0, *,
                        fixed_grid=False, sliding_window=None, logits_soft_cap=None,
-                       **kwargs):
+                       sinks=None, **kwargs):
     """PagedAttention V2 decode; writes `output` (and the workspace).
 
     The seed's signature and vLLM's layouts (docs/python.md):
@@ -142,8 +143,11 @@ def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cach
     (never on the host), so a CUDA graph replay sees its current value.
 
     sliding_window (keyword only): attend to each sequence's last sliding_window tokens.
-    logits_soft_cap (keyword only): logit = cap * tanh(logit / cap) before ALiBi (Gemma 2). vLLM's block-sparse keywords are accepted for a dense
-    call (blocksparse_vert_stride <= 1); any other keyword raises TypeError.
+    logits_soft_cap (keyword only): logit = cap * tanh(logit / cap) before ALiBi (Gemma 2).
+    sinks (keyword only): None or a float32 [num_heads] CUDA tensor of attention-sink logits
+    (gpt-oss): each head's softmax denominator gains exp(sinks[h] - max), with no value row.
+    vLLM's block-sparse keywords are accepted for a dense call (blocksparse_vert_stride <= 1);
+    any other keyword raises TypeError.
 
     fixed_grid=True (keyword only): the grid covers every workspace partition whatever
     max_seq_len is (it may then be None), so one CUDA-graph capture serves any seq_lens up
@@ -152,7 +156,7 @@ def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cach
     c = _checks.check_call(output, exp_sums, max_logits, tmp_output, query, key_cache,
                            value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size,
                            max_seq_len, alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs,
-                           fixed_grid, sliding_window, logits_soft_cap)
+                           fixed_grid, sliding_window, logits_soft_cap, sinks)
     if c.num_seqs == 0 or c.num_heads == 0:
         return None
     ctx = _context(c.device_index)
@@ -163,7 +167,7 @@ def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cach
 def plan(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
          num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes,
          kv_cache_dtype="auto", k_scale=1.0, v_scale=1.0, *, fixed_grid=False,
-         sliding_window=None, logits_soft_cap=None, **kwargs):
+         sliding_window=None, logits_soft_cap=None, sinks=None, **kwargs):
     """What paged_attention_v2 with these arguments would launch, without
     launching: the runtime's pa_plan as a dict with keys variant, one_pass,
     partition_tokens, num_partitions, grid, block, reduce_grid, reduce_block,
@@ -171,7 +175,7 @@ def plan(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache
     c = _checks.check_call(output, exp_sums, max_logits, tmp_output, query, key_cache,
                            value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size,
                            max_seq_len, alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs,
-                           fixed_grid, sliding_window, logits_soft_cap)
+                           fixed_grid, sliding_window, logits_soft_cap, sinks)
     return _context(c.device_index).plan(_decode_args(c))
 
 

@@ -13,7 +13,7 @@
 // CHECK-LABEL: func.func @e4m3
 // CHECK-SAME: %[[KS:[^:]*]]: f32, %[[VS:[^:]*]]: f32
 // CHECK: gpu.launch_func @pa_f16_kvf8E4M3FN_d128_b16_h4::@pa_f16_kvf8E4M3FN_d128_b16_h4_onepass
-// CHECK-SAME: %c0_i32 : i32, %[[KS]] : f32, %[[VS]] : f32, %[[P:.*]] : memref<1099511627776xf32>, %[[P]] : memref<1099511627776xf32>, %[[OFF:.*]] : i32)
+// CHECK-SAME: %{{[^ ]*}} : i32, %[[KS]] : f32, %[[VS]] : f32, %[[P:[^ ]*]] : memref<1099511627776xf32>, %[[P]] : memref<1099511627776xf32>, %[[OFF:[^ ]*]] : i32, %[[P]] : memref<1099511627776xf32>, %[[OFF2:[^ ]*]] : i32)
 // CHECK: gpu.launch_func @pa_f16_kvf8E4M3FN_d128_b16_h4::@pa_f16_kvf8E4M3FN_d128_b16_h4_partition
 // CHECK-SAME: %[[KS]] : f32, %[[VS]] : f32,
 // CHECK: gpu.launch_func @pa_f16_kvf8E4M3FN_d128_b16_h4::@pa_f16_kvf8E4M3FN_d128_b16_h4_reduce

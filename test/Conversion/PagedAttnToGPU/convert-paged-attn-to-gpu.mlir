@@ -20,7 +20,7 @@
 // CHECK:   %[[RH:.*]] = arith.ceildivui %c4, %[[P8]]
 // CHECK:   %[[HEADS:.*]] = arith.constant 32 : index
 // CHECK:   %[[RX:.*]] = arith.ceildivui %[[HEADS]], %[[RH]]
-// CHECK:   gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_reduce blocks in (%[[RX]], %[[SEQS]], %{{.*}}) threads in (%{{.*}}) args({{.*}}, %[[PI32:.*]] : i32)
+// CHECK:   gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_reduce blocks in (%[[RX]], %[[SEQS]], %{{.*}}) threads in (%{{.*}}) args({{.*}}, %[[PI32:[^ ]*]] : i32, %{{[^ ]*}} : memref<1099511627776xf32>, %{{[^ ]*}} : i32)
 // CHECK: }
 func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
     %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %max: index,
@@ -108,7 +108,7 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // memory (a head of one warp skips both workgroup merges) and only a slot
 // with a real head stores. Both walks start at the
 // sliding window's first partition (%[[RW]]).
-// CHECK: gpu.func @pa_f16_d128_b16_h4_reduce(%{{.*}}: memref<1099511627776xf16>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xi32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[RW:.*]]: i32, %[[NP:.*]]: i32) workgroup(%[[RS:.*]] : memref<520xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// CHECK: gpu.func @pa_f16_d128_b16_h4_reduce(%{{.*}}: memref<1099511627776xi32>, %{{.*}}: memref<1099511627776xf16>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[RW:[^:]*]]: i32, %[[NP:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xf32>, %{{[^:]*}}: i32) workgroup(%[[RS:.*]] : memref<520xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: %[[LANE:.*]] = arith.remui %[[TID]], %c32
 // CHECK: %[[WARP:.*]] = arith.divui %[[TID]], %c32

@@ -291,9 +291,9 @@ func.func @f(%q: memref<?x32x48xf16>, %kc: memref<?x8x6x16x8xf16>, %vc: memref<?
 // -----
 
 // Supported block sizes.
-func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x64x8xf16>, %vc: memref<?x8x128x64xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>) {
-  // expected-error @+1 {{block_size 64 is not supported; supported: 8, 16, 32}}
-  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x64x8xf16>, memref<?x8x128x64xf16>, memref<?x?xi32>, memref<?xi32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32}
+func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x256x8xf16>, %vc: memref<?x8x128x256xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>) {
+  // expected-error @+1 {{block_size 256 is not supported; supported: 8, 16, 32, 64, 128}}
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x256x8xf16>, memref<?x8x128x256xf16>, memref<?x?xi32>, memref<?xi32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32}
   return
 }
 
@@ -348,6 +348,33 @@ func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref
 func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>, %al: memref<16xf32>) {
   // expected-error @+1 {{alibi_slopes dim 0 (16) must equal query dim 1 (32): both are num_heads}}
   paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>) alibi_slopes(%al : memref<16xf32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32}
+  return
+}
+
+// -----
+
+// Sinks: rank.
+func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>, %sk: memref<32x1xf32>) {
+  // expected-error @+1 {{sinks must have rank 1 ([num_heads]), got rank 2}}
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>) sinks(%sk : memref<32x1xf32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32}
+  return
+}
+
+// -----
+
+// Sinks: f32.
+func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>, %sk: memref<32xbf16>) {
+  // expected-error @+1 {{sinks element type must be f32, got 'bf16'}}
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>) sinks(%sk : memref<32xbf16>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32}
+  return
+}
+
+// -----
+
+// Sinks: one per query head (not per KV head).
+func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>, %sk: memref<8xf32>) {
+  // expected-error @+1 {{sinks dim 0 (8) must equal query dim 1 (32): both are num_heads}}
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>) sinks(%sk : memref<8xf32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32}
   return
 }
 
@@ -437,7 +464,7 @@ func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref
 // Workspace: exp_sums, max_logits and tmp_output come together.
 func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>) {
   // expected-error @+1 {{workspace must hold exp_sums, max_logits and tmp_output together}}
-  "paged_attn.decode_v2"(%q, %kc, %vc, %bt, %sl, %out, %es) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0>, scale = 1.0 : f32}> : (memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>, memref<?x32x128xf16>, memref<?x32x?xf32>) -> ()
+  "paged_attn.decode_v2"(%q, %kc, %vc, %bt, %sl, %out, %es) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0>, scale = 1.0 : f32}> : (memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>, memref<?x32x128xf16>, memref<?x32x?xf32>) -> ()
   return
 }
 

@@ -87,3 +87,23 @@ func.func @window_and_soft_cap(%q: memref<?x32x256xbf16>, %kc: memref<?x16x32x16
       {scale = 0.0625 : f32, sliding_window = 4096 : i64, logits_soft_cap = 50.0 : f32}
   return
 }
+
+// Attention sinks: a per-head f32 operand, with every other feature.
+// CHECK-LABEL: func.func @sinks
+// CHECK: paged_attn.decode_v2
+// CHECK-SAME: alibi_slopes(%{{.*}} : tensor<32xf32>) sinks(%{{.*}} : tensor<32xf32>) max_seq_len
+// CHECK-SAME: {logits_soft_cap = 3.000000e+01 : f32, scale = 0.0883883461 : f32, sliding_window = 128 : i64} -> tensor<?x32x128xf16>
+func.func @sinks(%q: tensor<?x32x128xf16>, %kc: tensor<?x8x16x16x8xf16>,
+    %vc: tensor<?x8x128x16xf16>, %bt: tensor<?x?xi32>, %sl: tensor<?xi32>,
+    %slopes: tensor<32xf32>, %sinks: tensor<32xf32>, %len: index,
+    %out: tensor<?x32x128xf16>) -> tensor<?x32x128xf16> {
+  %r = paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl
+      : tensor<?x32x128xf16>, tensor<?x8x16x16x8xf16>, tensor<?x8x128x16xf16>,
+        tensor<?x?xi32>, tensor<?xi32>)
+      alibi_slopes(%slopes : tensor<32xf32>) sinks(%sinks : tensor<32xf32>)
+      max_seq_len(%len)
+      outs(%out : tensor<?x32x128xf16>)
+      {scale = 0.0883883461 : f32, sliding_window = 128 : i64, logits_soft_cap = 30.0 : f32}
+      -> tensor<?x32x128xf16>
+  return %r : tensor<?x32x128xf16>
+}

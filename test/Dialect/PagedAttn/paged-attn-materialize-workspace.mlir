@@ -77,15 +77,17 @@ func.func @untouched(%q: memref<?x8x64xf32>, %kc: memref<?x8x16x16x4xf32>,
 // The feature operands and attributes survive the rewrite.
 
 // CHECK-LABEL: func.func @features
-// CHECK: paged_attn.decode_v2 ins({{.*}}) alibi_slopes(%{{.*}} : tensor<8xf32>) outs({{.*}}) workspace({{.*}}) {logits_soft_cap = 5.000000e+01 : f32, scale = 1.250000e-01 : f32, sliding_window = 4096 : i64}
+// CHECK-SAME: %[[SINKS_ARG:[a-z0-9]+]]: tensor<8xf32>, %{{[a-z0-9]+}}: tensor<?x8x64xf16>)
+// CHECK: paged_attn.decode_v2 ins({{.*}}) alibi_slopes(%{{.*}} : tensor<8xf32>) sinks(%[[SINKS_ARG]] : tensor<8xf32>) outs({{.*}}) workspace({{.*}}) {logits_soft_cap = 5.000000e+01 : f32, scale = 1.250000e-01 : f32, sliding_window = 4096 : i64}
 // BUF-LABEL: func.func @features
-// BUF: paged_attn.decode_v2 ins({{.*}}) alibi_slopes(%{{.*}} : memref<8xf32>) outs({{.*}}) workspace({{.*}}) {logits_soft_cap = 5.000000e+01 : f32, scale = 1.250000e-01 : f32, sliding_window = 4096 : i64}
+// BUF: paged_attn.decode_v2 ins({{.*}}) alibi_slopes(%{{.*}} : memref<8xf32>) sinks(%{{.*}} : memref<8xf32>) outs({{.*}}) workspace({{.*}}) {logits_soft_cap = 5.000000e+01 : f32, scale = 1.250000e-01 : f32, sliding_window = 4096 : i64}
 func.func @features(%q: tensor<?x8x64xf16>, %kc: tensor<?x1x8x16x8xf16>,
     %vc: tensor<?x1x64x16xf16>, %bt: tensor<?x?xi32>, %sl: tensor<?xi32>,
-    %slopes: tensor<8xf32>, %out: tensor<?x8x64xf16>) -> tensor<?x8x64xf16> {
+    %slopes: tensor<8xf32>, %sinks: tensor<8xf32>, %out: tensor<?x8x64xf16>) -> tensor<?x8x64xf16> {
   %r = paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl
       : tensor<?x8x64xf16>, tensor<?x1x8x16x8xf16>, tensor<?x1x64x16xf16>,
         tensor<?x?xi32>, tensor<?xi32>) alibi_slopes(%slopes : tensor<8xf32>)
+      sinks(%sinks : tensor<8xf32>)
       outs(%out : tensor<?x8x64xf16>)
       {scale = 0.125 : f32, sliding_window = 4096 : i64, logits_soft_cap = 50.0 : f32}
       -> tensor<?x8x64xf16>

@@ -143,11 +143,12 @@ class Case:
                  extra_blocks=3, extra_table=0, extra_partitions=0, q_scale=1.0,
                  poison_padding=True, alibi=False, poison_before=None, kv_cache_dtype=None,
                  k_scale=1.0, v_scale=1.0, cache_storage="uint8", scales_on_device=(False, False),
-                 cache_mag=2.0):
+                 cache_mag=2.0, sinks=None):
         """kv_cache_dtype "fp8"/"fp8_e4m3"/"fp8_e5m2": the caches hold fp8 bytes of
         randn * cache_mag (stored as torch.uint8 for cache_storage "uint8", else as
         the float8 dtype), value = stored * k_scale (v_scale); scales_on_device
-        passes k_scale / v_scale as float32 CUDA tensors instead of floats."""
+        passes k_scale / v_scale as float32 CUDA tensors instead of floats. sinks:
+        None, or (lo, hi): per-head attention-sink logits drawn from [lo, hi]."""
         import torch
         assert len(lens) == S and all(1 <= L for L in lens)
         self.S, self.H, self.KVH, self.D, self.BS = S, H, KVH, D, BS
@@ -228,6 +229,9 @@ class Case:
         self.alibi_slopes = (torch.tensor([2.0 ** (-8.0 * (i + 1) / H) for i in range(H)],
                                           dtype=torch.float32, device=device)
                              if alibi else None)
+        self.sinks = (None if sinks is None else
+                      (torch.rand(H, generator=g, dtype=torch.float64) * (sinks[1] - sinks[0])
+                       + sinks[0]).to(torch.float32).to(device))
         self.output = torch.full((S, H, D), float("nan"), dtype=dtype, device=device)
         self.exp_sums = torch.full((S, H, self.P), float("nan"), dtype=torch.float32,
                                    device=device)
@@ -249,7 +253,8 @@ class Case:
         """The float64 reference of this case."""
         return reference(self.query, self.key_cache, self.value_cache, self.block_tables,
                          self.seq_lens, self.scale, self.alibi_slopes, sliding_window,
-                         logits_soft_cap, self.kv_cache_dtype, self.k_scale, self.v_scale)
+                         logits_soft_cap, self.kv_cache_dtype, self.k_scale, self.v_scale,
+                         self.sinks)
 
     def poison(self):
         for t in (self.output, self.exp_sums, self.max_logits, self.tmp_output):
@@ -264,6 +269,8 @@ class Case:
                 self.kv_cache_dtype, str(self.key_cache.dtype).replace("torch.", ""),
                 "dev" if isinstance(self.k_scale_arg, torch.Tensor) else "%g" % self.k_scale,
                 "dev" if isinstance(self.v_scale_arg, torch.Tensor) else "%g" % self.v_scale)
+        if self.sinks is not None:
+            kv += " sinks=[%.2f, %.2f]" % (float(self.sinks.min()), float(self.sinks.max()))
         return "%s tmp=%s%s S=%d H=%d KVH=%d D=%d BS=%d lens=%s P=%d" % (
             str(self.dtype).replace("torch.", ""), str(self.tmp_dtype).replace("torch.", ""), kv,
             self.S, self.H, self.KVH, self.D, self.BS, lens, self.P)
@@ -271,10 +278,12 @@ class Case:
 
 def reference(query, key_cache, value_cache, block_tables, seq_lens, scale, alibi_slopes=None,
               sliding_window=None, logits_soft_cap=None, kv_cache_dtype=None, k_scale=1.0,
-              v_scale=1.0):
+              v_scale=1.0, sinks=None):
     """float64 reference on the inputs' device, one sequence at a time:
     logit = cap * tanh(scale * q.k / cap) + slope * (t - L + 1) over the last
-    sliding_window tokens (every token without one). With an fp8
+    sliding_window tokens (every token without one). With sinks ([num_heads]),
+    each head's softmax gets one more logit, sinks[h], whose weight multiplies
+    no value row (it only joins the denominator). With an fp8
     kv_cache_dtype the caches' bytes (uint8 or float8) are read as that fp8
     type: key = stored * k_scale, value = stored * v_scale (floats)."""
     import torch
@@ -307,7 +316,11 @@ def reference(query, key_cache, value_cache, block_tables, seq_lens, scale, alib
         if alibi_slopes is not None:
             pos = torch.arange(first, L, dtype=torch.float64, device=query.device) - (L - 1)
             logits = logits + alibi_slopes.double().reshape(KVH, G, 1) * pos
-        p = torch.softmax(logits, dim=-1)
+        if sinks is not None:
+            sink = sinks.double().reshape(KVH, G, 1)
+            p = torch.softmax(torch.cat([logits, sink], dim=-1), dim=-1)[..., :-1]
+        else:
+            p = torch.softmax(logits, dim=-1)
         out[s] = torch.einsum("kgl,lkd->kgd", p, v).reshape(H, D)
     return out
 
@@ -401,6 +414,12 @@ def refusal_cases(torch, make, device, make_strided=None, make_misaligned=None):
          ["alibi_slopes must have shape [num_heads] = [8]", "[9]"]),
         ("alibi_slopes not a tensor", mod(alibi_slopes=[0.5] * H), TypeError,
          ["alibi_slopes must be a torch.Tensor"]),
+        ("sinks float16", mod(sinks=m((H,), f16)), TypeError,
+         ["sinks must be float32", "float16"]),
+        ("sinks per KV head", mod(sinks=m((KVH,), f32)), ValueError,
+         ["sinks must have shape [num_heads] = [8]", "[2]"]),
+        ("sinks not a tensor", mod(sinks=[0.5] * H), TypeError,
+         ["sinks must be a torch.Tensor"]),
         ("sliding_window 0", mod(sliding_window=0), ValueError,
          ["sliding_window must be None or a positive number of tokens, got 0"]),
         ("sliding_window a float", mod(sliding_window=128.0), TypeError, ["sliding_window"]),
@@ -524,8 +543,10 @@ def refusal_cases(torch, make, device, make_strided=None, make_misaligned=None):
          mod(B(H=6, KVH=4)), ValueError, ["num_heads (query.shape[1] = 6)", "num_kv_heads (4)"]),
         ("head_size 32 unsupported", mod(B(D=32)), NotImplementedError,
          ["head_size 32", "supported"]),
-        ("block_size 64 unsupported", mod(B(BS=64, MB=20)), NotImplementedError,
-         ["block_size 64"]),
+        ("block_size 256 unsupported", mod(B(BS=256, MB=5)), NotImplementedError,
+         ["block_size 256"]),
+        ("block_size 48 unsupported", mod(B(BS=48, MB=25)), NotImplementedError,
+         ["block_size 48"]),
         ("block_tables rows", mod(block_tables=m((S + 1, MB), torch.int32)), ValueError,
          ["block_tables must have shape", "num_seqs = 3"]),
         ("seq_lens shape", mod(seq_lens=m((S, 1), torch.int32)), ValueError,
@@ -597,7 +618,8 @@ def check_only(pa, args):
     ks, vs = a.pop("k_scale", 1.0), a.pop("v_scale", 1.0)
     fixed = a.pop("fixed_grid", False)
     window, cap = a.pop("sliding_window", None), a.pop("logits_soft_cap", None)
-    return pa._checks.check_call(*pos, kv, ks, vs, a, fixed, window, cap)
+    sinks = a.pop("sinks", None)
+    return pa._checks.check_call(*pos, kv, ks, vs, a, fixed, window, cap, sinks)
 
 
 def accepted_cases(torch, make, device):
@@ -627,6 +649,9 @@ def accepted_cases(torch, make, device):
         ("fp8 fixed_grid, max_seq_len None", mod(F8(), fixed_grid=True, max_seq_len=None)),
         ("fp8 alibi + window + soft cap", mod(F8(), alibi_slopes=make((8,), f32, device),
                                               sliding_window=256, logits_soft_cap=30.0)),
+        ("fp8 sinks + every feature", mod(F8(), alibi_slopes=make((8,), f32, device),
+                                          sliding_window=256, logits_soft_cap=30.0,
+                                          sinks=make((8,), f32, device))),
         ("fp8 empty batch", F8(S=0)),
     ]
     if e4m3 is not None:
@@ -647,6 +672,9 @@ def accepted_cases(torch, make, device):
         ("MQA 32 heads / 1 KV head, block 32, head 256", B(H=32, KVH=1, BS=32, D=256, MB=40)),
         ("head 80, block 8", B(D=80, BS=8, MB=160)),
         ("group 6", B(H=12, KVH=2)),
+        ("block 64", B(BS=64, MB=20)),
+        ("block 128, head 256", B(BS=128, MB=10, D=256)),
+        ("sinks", mod(B(), sinks=make((8,), f32, device))),
         ("int k_scale/v_scale 1", mod(B(), k_scale=1, v_scale=1)),
         ("scale and soft cap just below rounding to inf as float32",
          mod(B(), scale=math.nextafter(2.0 ** 128 - 2.0 ** 103, 0.0),

@@ -169,14 +169,14 @@ def accepted(args):
 def signature_is_the_seeds():
     ps = list(inspect.signature(pa.paged_attention_v2).parameters.values())
     names = [p.name for p in ps]
-    extensions = ["fixed_grid", "sliding_window", "logits_soft_cap"]
+    extensions = ["fixed_grid", "sliding_window", "logits_soft_cap", "sinks"]
     assert names == list(T.SEED_PARAMS) + ["kv_cache_dtype", "k_scale", "v_scale"] + extensions + [
         "kwargs"], names
     defaults = {p.name: p.default for p in ps if p.default is not inspect.Parameter.empty}
     assert defaults == {"kv_cache_dtype": "auto", "k_scale": 1.0, "v_scale": 1.0,
                         "fixed_grid": False, "sliding_window": None,
-                        "logits_soft_cap": None}, defaults
-    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in ps[-4:-1])
+                        "logits_soft_cap": None, "sinks": None}, defaults
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in ps[-5:-1])
     assert ps[-1].kind is inspect.Parameter.VAR_KEYWORD
 
 
@@ -212,6 +212,12 @@ def features_reach_the_runtime():
     assert d.sliding_window == 4096 and d.logits_soft_cap == 30.0
     d = rec_decode(dict(a), logits_soft_cap=0.0)  # 0.0: no cap, as FlashInfer spells it
     assert d.logits_soft_cap == 0.0
+    # Sinks: 0 without, the tensor's address with, alongside the others.
+    assert d.sinks == 0
+    sinks = make((8,), fake.float32, "cuda:0")
+    d = rec_decode(dict(a, alibi_slopes=slopes), sliding_window=64, sinks=sinks)
+    assert d.sinks == sinks.data_ptr() and d.alibi_slopes == slopes.data_ptr()
+    assert d.sliding_window == 64
 
 
 def fp8_reaches_the_runtime():
@@ -445,7 +451,8 @@ def struct_layouts():
     assert D.kv_cache_dtype.offset == 144 and D.k_scale.offset == 148
     assert D.v_scale.offset == 152 and D.k_scale_ptr.offset == 160
     assert D.v_scale_ptr.offset == 168
-    assert ctypes.sizeof(D) == 176, ctypes.sizeof(D)
+    assert D.sinks.offset == 176  # appended after the fp8 fields
+    assert ctypes.sizeof(D) == 184, ctypes.sizeof(D)
     assert (_capi.PA_KV_CACHE_AUTO, _capi.PA_KV_CACHE_FP8_E4M3, _capi.PA_KV_CACHE_FP8_E5M2) == (
         0, 1, 2)
     assert P.one_pass.offset == 128 and P.grid.offset == 140 and P.reduce_block.offset == 176

@@ -22,7 +22,10 @@
 # dtypes, with f16 and bf16 queries, head sizes 64, 128, 256, groups 1, 4, 8,
 # scales k 0.05 / v 0.1 as floats and as device tensors, with the features
 # combined and in fixed-grid mode; the bounds are the query dtype's (the fp8
-# values are exact in the reference, which reads the same bytes).
+# values are exact in the reference, which reads the same bytes). Attention
+# sinks alone (one-pass and partitioned), dominant, with every other feature,
+# in fixed-grid mode and with an fp8 cache. Blocks of 64 and 128 tokens
+# (needs the covering set's bundles; the full library has none).
 
 import os
 import sys
@@ -121,8 +124,54 @@ def cases(seed):
          dict(S=3, H=8, KVH=2, D=64, BS=16, lens=[1, 2, 1000], dtype=f16, poison_before=1),
          {"sliding_window": 1}),
     ]
+    # Blocks of 64 and 128 tokens (bundles of the covering set: every dtype at
+    # head size 128; the largest tile with _ext at d64 b64 / d256 b128).
+    out += [
+        ("f16 block 64 gqa4 d128", dict(S=4, H=32, KVH=8, D=128, BS=64, lens=[1, 63, 65, 3000],
+                                        dtype=f16), {}),
+        ("bf16 block 128 gqa4 d128 + sinks + window 200",
+         dict(S=3, H=32, KVH=8, D=128, BS=128, lens=[1, 130, 2049], dtype=bf16,
+              poison_before=200, sinks=(-2.0, 4.0)), {"sliding_window": 200}),
+        ("f32 block 128 gqa4 d128, fixed grid",
+         dict(S=3, H=16, KVH=4, D=128, BS=128, lens=[5, 127, 1500], dtype=f32,
+              extra_partitions=1), {"fixed_grid": True}),
+    ]
+    out += sink_cases()
     out += fp8_cases(ragged)
     return out
+
+
+def sink_cases():
+    """Attention sinks (gpt-oss): per-head logits in [lo, hi] that join the softmax
+    denominator. Short batches run the one-pass kernel (the sink joins in its
+    epilogue), longer ones partitions and the reducer (the sink joins there, once);
+    sinks well above the logits make the sink most of the denominator."""
+    L5 = [1, 17, 512, 513, 3000]
+    return [
+        ("f16 sinks gqa4 d128 b16 (partitions + reduce)",
+         dict(S=5, H=32, KVH=8, D=128, BS=16, lens=L5, dtype=f16, sinks=(-2.0, 4.0)), {}),
+        ("bf16 sinks mha d64 b32 (one pass)",
+         dict(S=3, H=8, KVH=8, D=64, BS=32, lens=[1, 40, 300], dtype=bf16, sinks=(-2.0, 4.0)),
+         {}),
+        ("f32 sinks MQA 32 d256 b8",
+         dict(S=3, H=32, KVH=1, D=256, BS=8, lens=[2, 700, 2100], dtype=f32, sinks=(-1.0, 3.0)),
+         {}),
+        ("f16 sinks dominant (6..9) group 3 d96 b16",
+         dict(S=4, H=12, KVH=4, D=96, BS=16, lens=[1, 3, 200, 1100], dtype=f16,
+              sinks=(6.0, 9.0)), {}),
+        ("f16 sinks + alibi + window 100 + cap 50, group 6 d256 b8",
+         dict(S=4, H=12, KVH=2, D=256, BS=8, lens=[1, 99, 101, 3000], dtype=f16, alibi=True,
+              poison_before=100, q_scale=20.0, sinks=(-2.0, 4.0)),
+         {"sliding_window": 100, "logits_soft_cap": 50.0}),
+        ("bf16 sinks fixed grid, 32768-token context, gqa4 d128 b16",
+         dict(S=2, H=32, KVH=8, D=128, BS=16, lens=[32768, 5], dtype=bf16, extra_partitions=2,
+              sinks=(-2.0, 4.0)), {"fixed_grid": True}),
+        ("f16 fp8_e4m3 sinks + window 300, gqa4 d128 b16, device scales",
+         dict(S=3, H=16, KVH=4, D=128, BS=16, lens=[1, 299, 2000], dtype=f16,
+              kv_cache_dtype="fp8_e4m3", scales_on_device=(True, True), k_scale=0.05,
+              v_scale=0.1, q_scale=15.0, poison_before=300, sinks=(-2.0, 4.0)),
+         {"sliding_window": 300}),
+    ]
 
 
 def fp8_cases(ragged):
@@ -182,6 +231,8 @@ def run_case(seed, spec, opts):
     opts = dict(opts)
     side = opts.pop("stream", False)
     msl = opts.pop("max_seq_len", "auto")
+    if c.sinks is not None:
+        opts["sinks"] = c.sinks
     ref = c.reference(opts.get("sliding_window"), opts.get("logits_soft_cap"))
     if side:
         s = torch.cuda.Stream()

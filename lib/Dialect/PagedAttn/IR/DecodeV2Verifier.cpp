@@ -223,15 +223,18 @@ LogicalResult verifySupported(DecodeV2Op op, Operand q, Operand k) {
   return success();
 }
 
-LogicalResult verifyAlibi(DecodeV2Op op, Operand q) {
-  if (!op.getAlibiSlopes())
+/// A per-head f32 vector operand (alibi_slopes, sinks): rank 1, f32,
+/// [num_heads].
+LogicalResult verifyPerHead(DecodeV2Op op, Operand q, StringRef name,
+                            Value value) {
+  if (!value)
     return success();
-  Operand a{"alibi_slopes", cast<ShapedType>(op.getAlibiSlopes().getType())};
+  Operand a{name, cast<ShapedType>(value.getType())};
   if (failed(checkRank(op, a, 1, "[num_heads]")))
     return failure();
   if (!a.type.getElementType().isF32())
-    return op.emitOpError("alibi_slopes element type must be f32, got ")
-           << a.type.getElementType();
+    return op.emitOpError() << name << " element type must be f32, got "
+                            << a.type.getElementType();
   return checkSameDim(op, a, 0, q, 1, "num_heads");
 }
 
@@ -281,7 +284,9 @@ LogicalResult DecodeV2Op::verify() {
       failed(verifyElementTypes(*this, q, k, v, bt, sl, out)) ||
       failed(verifyStaticDims(*this, q, k, v)) ||
       failed(verifyShapes(*this, q, k, v, bt, sl, out)) ||
-      failed(verifySupported(*this, q, k)) || failed(verifyAlibi(*this, q)) ||
+      failed(verifySupported(*this, q, k)) ||
+      failed(verifyPerHead(*this, q, "alibi_slopes", getAlibiSlopes())) ||
+      failed(verifyPerHead(*this, q, "sinks", getSinks())) ||
       failed(verifyWorkspace(*this, q)))
     return failure();
   return success();

@@ -19,7 +19,7 @@ using namespace mlir::paged_attn;
 MutableOperandRange DecodeV2Op::getDpsInitsMutable() {
   // output, exp_sums, max_logits and tmp_output are the last four operand
   // segments and are adjacent, so one range covers whichever are present.
-  unsigned start = getODSOperandIndexAndLength(9).first;
+  unsigned start = getOutputMutable().getOperandNumber();
   return MutableOperandRange(getOperation(), start,
                              getOperation()->getNumOperands() - start);
 }

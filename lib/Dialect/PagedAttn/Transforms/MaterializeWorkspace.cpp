@@ -66,7 +66,7 @@ void materialize(DecodeV2Op op) {
   auto newOp = DecodeV2Op::create(
       b, loc, resultTypes, op.getQuery(), op.getKeyCache(),
       op.getValueCache(), op.getBlockTables(), op.getSeqLens(),
-      op.getAlibiSlopes(), op.getKScale(), op.getVScale(), op.getMaxSeqLen(),
+      op.getAlibiSlopes(), op.getSinks(), op.getKScale(), op.getVScale(), op.getMaxSeqLen(),
       op.getOutput(), es, ml, tmp, op.getScaleAttr(),
       op.getPartitionSizeAttr(), op.getSlidingWindowAttr(),
       op.getLogitsSoftCapAttr());

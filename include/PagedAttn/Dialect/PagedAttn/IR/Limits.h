@@ -16,8 +16,11 @@ namespace mlir::paged_attn {
 
 /// Head sizes the kernels specialize on.
 inline constexpr int64_t kSupportedHeadSizes[] = {64, 80, 96, 112, 128, 192, 256};
-/// Tokens per KV-cache block.
-inline constexpr int64_t kSupportedBlockSizes[] = {8, 16, 32};
+/// Tokens per KV-cache block. From 16 on, every kernel's token step (at
+/// most 32 tokens, and a divisor of the block) lies in one block, so 64 and
+/// 128 use the layouts and code paths of 16 and 32 (one block-table entry
+/// per step); 8 splits a 16-token step over two entries.
+inline constexpr int64_t kSupportedBlockSizes[] = {8, 16, 32, 64, 128};
 /// Bytes of one token's key that are contiguous in the x-packed key layout.
 inline constexpr int64_t kKeyPackBytes = 16;
 /// Partition sizes (tokens of context per partition program): powers of two

@@ -33,6 +33,17 @@ def PagedAttn_DecodeV2Op : PagedAttn_Op<"decode_v2", [
     cap(x) = logits_soft_cap * tanh(x / logits_soft_cap)   (x without it)
     ```
 
+    With `sinks` (gpt-oss's attention sinks), each head's softmax
+    denominator gains `exp(sinks[h] - m)`, a logit without a value row:
+
+    ```
+    out[s, h] = sum_t exp(logit[s, h, t] - m) V[t]
+                / (exp(sinks[h] - m) + sum_t exp(logit[s, h, t] - m))
+    ```
+
+    (`m` the maximum of the logits and the sink; the result does not depend
+    on it). The sink composes with every other feature.
+
     over the first `seq_lens[s]` tokens of the sequence's context (the last
     `sliding_window` of them when the attribute is set), where
     `kv(h) = h / (num_heads / num_kv_heads)` (MHA, GQA and MQA) and the
@@ -48,6 +59,7 @@ def PagedAttn_DecodeV2Op : PagedAttn_Op<"decode_v2", [
     | block_tables | `[num_seqs, max_blocks_per_seq]` | i32 |
     | seq_lens | `[num_seqs]` | i32 |
     | alibi_slopes (optional) | `[num_heads]` | f32 |
+    | sinks (optional) | `[num_heads]` | f32 |
     | k_scale, v_scale (fp8 caches only) | scalars | f32 |
     | max_seq_len (optional) | scalar: the largest entry of seq_lens | index |
     | output (init) | `[num_seqs, num_heads, head_size]` | query's |
@@ -98,6 +110,7 @@ def PagedAttn_DecodeV2Op : PagedAttn_Op<"decode_v2", [
     PagedAttn_ShapedOperand:$block_tables,
     PagedAttn_ShapedOperand:$seq_lens,
     Optional<PagedAttn_ShapedOperand>:$alibi_slopes,
+    Optional<PagedAttn_ShapedOperand>:$sinks,
     Optional<F32>:$k_scale,
     Optional<F32>:$v_scale,
     Optional<Index>:$max_seq_len,
@@ -118,6 +131,7 @@ def PagedAttn_DecodeV2Op : PagedAttn_Op<"decode_v2", [
               type($value_cache) `,` type($block_tables) `,` type($seq_lens)
           `)`
     (`alibi_slopes` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     (`kv_scales` `(` $k_scale^ `,` $v_scale `)`)?
     (`max_seq_len` `(` $max_seq_len^ `)`)?
     `outs` `(` $output `:` type($output) `)`

@@ -1,0 +1,124 @@
+//===- KernelParams.h - the kernel ABI as one table -------------*- C++ -*-===//
+//
+// Every parameter of the three kernels of a variant (partition, one-pass,
+// reduce), in signature order, with its type, the kernels that take it and
+// the variants that have it. The kernel builders derive their signatures
+// from it and find their arguments by name, the host launch fills it by
+// name, and the bundle export writes the manifest's `params` records from
+// it (docs/bundle-format.md), so a parameter is added in one row.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGED_ATTN_CONVERSION_PAGEDATTNTOGPU_KERNELPARAMS_H
+#define PAGED_ATTN_CONVERSION_PAGEDATTNTOGPU_KERNELPARAMS_H
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include <cstdint>
+
+namespace mlir::paged_attn {
+
+/// The kernels of a variant, as the manifest names them.
+enum class KernelRole : uint8_t { Partition, OnePass, Reduce };
+
+inline const char *roleName(KernelRole role) {
+  switch (role) {
+  case KernelRole::Partition:
+    return "partition";
+  case KernelRole::OnePass:
+    return "onepass";
+  case KernelRole::Reduce:
+    return "reduce";
+  }
+  return "";
+}
+
+/// What a parameter holds. Pointers are flat memrefs of the element type
+/// named (the runtime passes a 64-bit device pointer).
+enum class ParamType : uint8_t {
+  QueryPtr, // the query's (and output's) element type
+  CachePtr, // the caches' element type
+  TmpPtr,   // tmp_output's element type
+  F32Ptr,
+  I32Ptr,
+  F32,
+  I32,
+};
+
+/// Which variants take a parameter.
+enum class ParamWhen : uint8_t {
+  Always,
+  ExtLogits, // _ext variants (ALiBi and the logits soft cap compiled in)
+  Fp8Cache,  // variants of an fp8 KV cache
+};
+
+struct KernelParam {
+  const char *name;
+  ParamType type;
+  ParamWhen when;
+  uint8_t roles; // bit (1 << KernelRole) per kernel that takes it
+};
+
+namespace param_roles {
+inline constexpr uint8_t P = 1 << uint8_t(KernelRole::Partition);
+inline constexpr uint8_t O = 1 << uint8_t(KernelRole::OnePass);
+inline constexpr uint8_t R = 1 << uint8_t(KernelRole::Reduce);
+} // namespace param_roles
+
+/// The table, in every kernel's signature order. Semantics of each name:
+/// docs/bundle-format.md.
+inline constexpr KernelParam kKernelParams[] = {
+    // clang-format off
+    {"query",              ParamType::QueryPtr, ParamWhen::Always,    param_roles::P | param_roles::O},
+    {"key_cache",          ParamType::CachePtr, ParamWhen::Always,    param_roles::P | param_roles::O},
+    {"value_cache",        ParamType::CachePtr, ParamWhen::Always,    param_roles::P | param_roles::O},
+    {"block_tables",       ParamType::I32Ptr,   ParamWhen::Always,    param_roles::P | param_roles::O},
+    {"seq_lens",           ParamType::I32Ptr,   ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
+    {"output",             ParamType::QueryPtr, ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
+    {"exp_sums",           ParamType::F32Ptr,   ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
+    {"max_logits",         ParamType::F32Ptr,   ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
+    {"tmp_output",         ParamType::TmpPtr,   ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
+    {"scale",              ParamType::F32,      ParamWhen::Always,    param_roles::P | param_roles::O},
+    {"max_blocks_per_seq", ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O},
+    {"num_heads",          ParamType::I32,      ParamWhen::Always,    param_roles::R},
+    {"max_num_partitions", ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
+    {"partition_tokens",   ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
+    {"num_kv_heads",       ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O},
+    {"group_size",         ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O},
+    {"alibi_slopes",       ParamType::F32Ptr,   ParamWhen::ExtLogits, param_roles::P | param_roles::O},
+    {"has_alibi",          ParamType::I32,      ParamWhen::ExtLogits, param_roles::P | param_roles::O},
+    {"sliding_window",     ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
+    {"logits_soft_cap",    ParamType::F32,      ParamWhen::ExtLogits, param_roles::P | param_roles::O},
+    {"k_scale",            ParamType::F32,      ParamWhen::Fp8Cache,  param_roles::P | param_roles::O},
+    {"v_scale",            ParamType::F32,      ParamWhen::Fp8Cache,  param_roles::P | param_roles::O},
+    {"k_scale_ptr",        ParamType::F32Ptr,   ParamWhen::Fp8Cache,  param_roles::P | param_roles::O},
+    {"v_scale_ptr",        ParamType::F32Ptr,   ParamWhen::Fp8Cache,  param_roles::P | param_roles::O},
+    {"scales_on_device",   ParamType::I32,      ParamWhen::Fp8Cache,  param_roles::P | param_roles::O},
+    {"num_partitions",     ParamType::I32,      ParamWhen::Always,    param_roles::R},
+    // Attention sinks: read where the softmax is normalized (one-pass
+    // epilogue, reducer), never by the partition kernel.
+    {"sinks",              ParamType::F32Ptr,   ParamWhen::Always,    param_roles::O | param_roles::R},
+    {"has_sinks",          ParamType::I32,      ParamWhen::Always,    param_roles::O | param_roles::R},
+    // clang-format on
+};
+
+/// The parameters of `role` in a variant with (`extLogits`) ALiBi and the
+/// soft cap and (`fp8Cache`) an fp8 cache, in signature order.
+inline llvm::SmallVector<KernelParam> kernelParams(KernelRole role,
+                                                   bool extLogits,
+                                                   bool fp8Cache) {
+  llvm::SmallVector<KernelParam> out;
+  for (const KernelParam &p : kKernelParams) {
+    if (!(p.roles & (1 << uint8_t(role))))
+      continue;
+    if ((p.when == ParamWhen::ExtLogits && !extLogits) ||
+        (p.when == ParamWhen::Fp8Cache && !fp8Cache))
+      continue;
+    out.push_back(p);
+  }
+  return out;
+}
+
+} // namespace mlir::paged_attn
+
+#endif // PAGED_ATTN_CONVERSION_PAGEDATTNTOGPU_KERNELPARAMS_H
