@@ -122,6 +122,9 @@ def _int_arg(name, value):
         return value
     if isinstance(value, bool) or isinstance(value, torch.Tensor):
         raise TypeError("%s(): %s must be a Python int, got %s" % (_FN, name, type(value).__name__))
+    if not hasattr(type(value), "__index__"):  # before operator.index: torch.compile traces this
+        raise TypeError("%s(): %s must be an int, got %s %r"
+                        % (_FN, name, type(value).__name__, value))
     try:
         return operator.index(value)
     except TypeError:
