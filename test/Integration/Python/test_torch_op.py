@@ -141,27 +141,6 @@ def opcheck(c, **kw):
     return ", ".join(sorted(result))
 
 
-def decode_step(query, key_cache, value_cache, block_tables, seq_lens, alibi_slopes,
-                k_scale, v_scale, kv_cache_dtype, num_partitions):
-    """A decode step as a model holds it: workspace allocated in the graph."""
-    S, H, D = query.shape
-    out = torch.empty_like(query)
-    es = torch.empty(S, H, num_partitions, dtype=torch.float32, device=query.device)
-    ml = torch.empty_like(es)
-    tmp = torch.empty(S, H, num_partitions, D, dtype=torch.float32, device=query.device)
-    pa.paged_attention_v2(out, es, ml, tmp, query, key_cache, value_cache, value_cache.shape[1],
-                          D ** -0.5, block_tables, seq_lens, value_cache.shape[3], None,
-                          alibi_slopes, kv_cache_dtype, k_scale, v_scale, fixed_grid=True,
-                          sliding_window=300, logits_soft_cap=30.0)
-    return out * 1.0
-
-
-def step_args(c):
-    return (c.query, c.key_cache, c.value_cache, c.block_tables, c.seq_lens, c.alibi_slopes,
-            getattr(c, "k_scale_arg", 1.0), getattr(c, "v_scale_arg", 1.0),
-            c.kv_cache_dtype or "auto", c.P)
-
-
 class Recorder:
     """A torch.compile backend that counts compilations and keeps the graphs."""
 
@@ -176,20 +155,20 @@ class Recorder:
 def fullgraph_trace(kv):
     torch._dynamo.reset()
     c = case(kv, alibi=True, scales_on_device=(True, False) if kv else (False, False))
-    explain = torch._dynamo.explain(decode_step)(*step_args(c))
+    explain = torch._dynamo.explain(T.decode_step)(*T.step_args(c))
     assert explain.graph_break_count == 0 and explain.graph_count == 1, explain
     backend = Recorder()
-    step = torch.compile(decode_step, fullgraph=True, backend=backend)
-    out = step(*step_args(c))
+    step = torch.compile(T.decode_step, fullgraph=True, backend=backend)
+    out = step(*T.step_args(c))
     ops = [n for n in backend.graphs[0].graph.nodes if n.target in (OP, OP.overloadpacket)]
     assert len(ops) == 1, backend.graphs[0].graph
-    T.check_close(out, c.reference(sliding_window=300, logits_soft_cap=30.0), c.dtype)
+    T.check_close(out, c.reference(**T.STEP_FEATURES), c.dtype)
     # New lengths, tables and contents (same shapes): the same graph, the new result.
     c2 = case(kv, alibi=True, scales_on_device=(True, False) if kv else (False, False),
               lens=[600, 77, 5], seed=SEED + 1)
     assert c2.NB == c.NB and c2.MB == c.MB
-    out = step(*step_args(c2))
-    T.check_close(out, c2.reference(sliding_window=300, logits_soft_cap=30.0), c2.dtype)
+    out = step(*T.step_args(c2))
+    T.check_close(out, c2.reference(**T.STEP_FEATURES), c2.dtype)
     assert len(backend.graphs) == 1, "recompiled %d times" % (len(backend.graphs) - 1)
     return "0 graph breaks, 1 op node, no recompile"
 
