@@ -166,7 +166,14 @@ def _launch(*args, **kwargs):
     c = _op.check(*args, **kwargs)
     if c.num_seqs == 0 or c.num_heads == 0:
         return
-    _context(c.device_index).decode(_decode_args(c), _current_stream(c.device_index))
+    ctx = _context(c.device_index)
+    try:
+        ctx.decode(_decode_args(c), _current_stream(c.device_index))
+    except _capi.PagedAttnUnsupportedError as e:
+        # The runtime names the key; say which library lacks it.
+        raise _capi.PagedAttnUnsupportedError(
+            e.where, e.code, e.driver_error, "%s (kernel library %s, %d variants)"
+            % (e.message, ctx.kernel_dir, ctx.num_variants)) from None
 
 
 def _fake(*args, **kwargs):

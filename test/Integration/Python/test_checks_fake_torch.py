@@ -169,11 +169,16 @@ def make_misaligned(shape, dtype, device):
 class Recorder:
     """Stands in for a _capi.Context: records what would reach the C ABI."""
 
+    kernel_dir, num_variants = "/lib/of/kernels", 7
+
     def __init__(self):
         self.calls = []
+        self.status = None  # a _capi.Status for decode to fail with
 
     def decode(self, args, stream):
         self.calls.append(("decode", args, stream))
+        if self.status is not None:
+            _capi.check(self.status, "pa_decode_v2")
 
     def plan(self, args):
         self.calls.append(("plan", args, None))
@@ -340,6 +345,19 @@ def rec_decode(args, **kw):
     rec.calls.clear()
     pa.paged_attention_v2(**args, **kw)
     return rec.calls[-1][1]
+
+
+def unsupported_names_the_library():
+    rec.status = _capi.Status(_capi.PA_ERROR_UNSUPPORTED, b"",
+                              b"no loaded variant serves dtype f16, head_size 64")
+    try:
+        msg = T.expect_raises(pa.PagedAttnUnsupportedError, [
+            "PA_ERROR_UNSUPPORTED", "no loaded variant serves dtype f16, head_size 64",
+            "(kernel library /lib/of/kernels, 7 variants)"], pa.paged_attention_v2,
+            **T.baseline(fake, make, "cuda:0"))
+    finally:
+        rec.status = None
+    return msg
 
 
 def fixed_grid_passes_zero():
@@ -523,7 +541,7 @@ def body(r):
     for name, args in T.accepted_cases(fake, make, "cuda:0"):
         r.run("accepts: " + name, accepted, args)
     for fn in (op_registered, decode_args_built, features_reach_the_runtime, fp8_reaches_the_runtime,
-               fp8_scale_tensor_device_rules, fixed_grid_passes_zero, float32_dtypes,
+               fp8_scale_tensor_device_rules, unsupported_names_the_library, fixed_grid_passes_zero, float32_dtypes,
                empty_batch_launches_nothing, plan_goes_through_checks, cpu_tensors_refused,
                mixed_devices_refused, scale_tensors, first_context_during_capture_refused,
                runtime_library_not_found, runtime_library_search_order, kernel_library_not_found,

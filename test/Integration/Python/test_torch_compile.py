@@ -125,7 +125,8 @@ def missing_key_under_compile():
         p = subprocess.run([sys.executable, "-c", MISSING_KEY % dict(here=T.HERE, head=64)],
                            env=env, capture_output=True, text=True)
     line = [ln for ln in p.stdout.splitlines() if ln.startswith("SAME:")]
-    assert p.returncode == 0 and line and "head_size 64" in line[0], p.stdout + p.stderr
+    assert p.returncode == 0 and line and "head_size 64" in line[0] and \
+        "(kernel library %s, 1 variants)" % d in line[0], p.stdout + p.stderr
     return line[0][:200]
 
 
