@@ -118,7 +118,9 @@ _SYM_INT = getattr(torch, "SymInt", ())
 
 
 def _int_arg(name, value):
-    if type(value) is int or isinstance(value, _SYM_INT):
+    # isinstance, not type(value) is int: torch.compile answers it without
+    # specializing an int it traces symbolically (no recompile per value).
+    if (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, _SYM_INT):
         return value
     if isinstance(value, bool) or isinstance(value, torch.Tensor):
         raise TypeError("%s(): %s must be a Python int, got %s" % (_FN, name, type(value).__name__))

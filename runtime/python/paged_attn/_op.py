@@ -28,7 +28,7 @@ SCHEMA = (
     NAME + "(Tensor(a!) output, Tensor(b!) exp_sums, Tensor(c!) max_logits, "
     "Tensor(d!) tmp_output, Tensor query, Tensor key_cache, Tensor value_cache, "
     "int num_kv_heads, float scale, Tensor block_tables, Tensor seq_lens, int block_size, "
-    "int? max_seq_len, Tensor? alibi_slopes, str kv_cache_dtype, float k_scale, float v_scale, "
+    "SymInt? max_seq_len, Tensor? alibi_slopes, str kv_cache_dtype, float k_scale, float v_scale, "
     "Tensor? k_scale_tensor, Tensor? v_scale_tensor, int? sliding_window, "
     "float? logits_soft_cap, bool fixed_grid) -> ()")
 

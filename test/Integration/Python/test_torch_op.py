@@ -173,6 +173,27 @@ def fullgraph_trace(kv):
     return "0 graph breaks, 1 op node, no recompile"
 
 
+def max_seq_len_goes_symbolic():
+    """Without fixed_grid: a new max_seq_len recompiles once, then is a symbolic int."""
+    torch._dynamo.reset()
+    c = case()
+
+    def step(*args):
+        pa.paged_attention_v2(*args)
+        return args[0] * 1.0
+    backend = Recorder()
+    compiled = torch.compile(step, fullgraph=True, backend=backend)
+    for msl in (600, 601, 608, 700, 1024):
+        if msl > c.MB * c.BS:  # past the tables: the same refusal as eager, symbolic or not
+            T.expect_raises(Exception, ["max_seq_len (%d) exceeds what block_tables can address"
+                                        % msl], compiled, *c.args(max_seq_len=msl))
+            continue
+        c.poison()
+        T.check_close(compiled(*c.args(max_seq_len=msl)), c.reference(), c.dtype)
+    assert len(backend.graphs) == 2, "%d compilations" % len(backend.graphs)
+    return "2 compilations for 3 accepted values"
+
+
 def compile_raises_as_eager(name, args, exc, subs):
     """The refusal's message, eager and under torch.compile(fullgraph=True)."""
     eager = T.expect_raises(exc, subs, pa.paged_attention_v2, **args)
@@ -210,6 +231,7 @@ def body(r):
           case("fp8_e5m2", scales_on_device=(True, True), alibi=True))
     r.run("fullgraph trace f16", fullgraph_trace, None)
     r.run("fullgraph trace fp8 (k_scale tensor)", fullgraph_trace, "fp8_e4m3")
+    r.run("max_seq_len symbolic after one recompile", max_seq_len_goes_symbolic)
 
 
 # One refusal of each kind: a type (raised by the wrapper, traced by
