@@ -53,4 +53,5 @@ fi
 if [ ! -x /usr/local/cuda/bin/ptxas ] && ! command -v ptxas >/dev/null; then
   echo "setup: note: no CUDA toolkit ptxas (sm_90); its tests will be UNSUPPORTED" >&2
 fi
+"$root/scripts/setup-torch.sh"  # torch 2.11 for the torch op's CPU tests (.tools/python-torch)
 exit 0

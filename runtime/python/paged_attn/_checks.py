@@ -8,11 +8,16 @@
 #
 # The checks run in a fixed order: keyword arguments and unsupported
 # features, scalars, dtypes, shapes, layout, and devices last, so that all but
-# the device rules can be exercised on CPU tensors without a GPU.
+# the device rules can be exercised on CPU tensors without a GPU. The first
+# phase (check_arg_types: keywords, features, scalars, which arguments are
+# tensors) is plain Python over the arguments as given, so torch.compile can
+# trace it; the torch op (_op.py) runs it before its arguments meet the op's
+# schema, and check_call runs every rule again inside the op: on fake tensors
+# while torch.compile traces (fake=True: no address, no CUDA device needed),
+# on the real tensors before a launch.
 #
 #===------------------------------------------------------------------------===#
 
-import ctypes
 import math
 import numbers
 import operator
@@ -94,18 +99,34 @@ def _finite_f32(value):
     return abs(value) < _F32_ROUNDS_TO_INF  # False for NaN too
 
 
+#: The largest magnitude a double rounds to 0 as a float32: half the smallest
+#: subnormal (2^-149); that midpoint rounds to even, down to 0.
+_F32_ROUNDS_TO_ZERO = 2.0 ** -150
+
+
 def _float_or_inf(value):
+    if type(value) is float:
+        return value
     try:
         return float(value)
     except OverflowError:  # an int too large for a double
         return math.inf
 
 
+# A symbolic int: what torch.compile passes for an int input it made dynamic.
+_SYM_INT = getattr(torch, "SymInt", ())
+
+
 def _int_arg(name, value):
-    if type(value) is int:
+    # isinstance, not type(value) is int: torch.compile answers it without
+    # specializing an int it traces symbolically (no recompile per value).
+    if (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, _SYM_INT):
         return value
     if isinstance(value, bool) or isinstance(value, torch.Tensor):
         raise TypeError("%s(): %s must be a Python int, got %s" % (_FN, name, type(value).__name__))
+    if not hasattr(type(value), "__index__"):  # before operator.index: torch.compile traces this
+        raise TypeError("%s(): %s must be an int, got %s %r"
+                        % (_FN, name, type(value).__name__, value))
     try:
         return operator.index(value)
     except TypeError:
@@ -146,8 +167,9 @@ def _fp8_scale(name, value, kv_name):
         raise TypeError("%s(): %s must be a float or a float32 CUDA tensor of one element, got %s"
                         % (_FN, name, type(value).__name__))
     v = _float_or_inf(value)
-    f32 = ctypes.c_float(v).value
-    if not (math.isfinite(f32) and f32 > 0.0):
+    # Pure arithmetic (no ctypes round trip), so torch.compile traces it.
+    if not _F32_ROUNDS_TO_ZERO < v < _F32_ROUNDS_TO_INF:
+        f32 = 0.0 if 0 < v <= _F32_ROUNDS_TO_ZERO else math.inf
         raise ValueError("%s(): %s must be finite and > 0 with kv_cache_dtype=%r (value = stored "
                          "* %s), got %r%s"
                          % (_FN, name, kv_name, name, value,
@@ -231,24 +253,34 @@ def _soft_cap_arg(value):
     return value
 
 
-def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
-               num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
-               alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs, fixed_grid,
-               sliding_window=None, logits_soft_cap=None, sinks=None):
-    """Checks one call; returns a Call or raises."""
+class Args:
+    """The arguments after check_arg_types: scalars as the kernels take them,
+    tensors as given (their metadata not yet checked)."""
+    __slots__ = ("window", "soft_cap", "alibi", "sinks", "kv", "fp8", "k_scale", "k_scale_t", "v_scale",
+                 "v_scale_t", "fixed_grid", "num_kv_heads", "block_size", "max_seq_len", "scale",
+                 "tensors")
+
+
+def check_arg_types(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
+                    num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
+                    alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs, fixed_grid,
+                    sliding_window=None, logits_soft_cap=None, sinks=None):
+    """The rules on the arguments themselves, not on tensor metadata: keywords,
+    features, scalars, and which arguments are tensors. Returns an Args."""
+    a = Args()
     # --- keywords and features ---------------------------------------------
     if kwargs:
         _check_kwargs(kwargs)
-    window = _window_arg(sliding_window)
-    soft_cap = _soft_cap_arg(logits_soft_cap)
-    alibi = None if alibi_slopes is None else _tensor("alibi_slopes", alibi_slopes)
-    sinks_t = None if sinks is None else _tensor("sinks", sinks)
-    kv = _kv_cache_dtype_arg(kv_cache_dtype)
-    fp8 = kv != _capi.PA_KV_CACHE_AUTO
-    k_scale_t = v_scale_t = None
-    if fp8:
-        k_scale, k_scale_t = _fp8_scale("k_scale", k_scale, kv_cache_dtype)
-        v_scale, v_scale_t = _fp8_scale("v_scale", v_scale, kv_cache_dtype)
+    a.window = _window_arg(sliding_window)
+    a.soft_cap = _soft_cap_arg(logits_soft_cap)
+    a.alibi = None if alibi_slopes is None else _tensor("alibi_slopes", alibi_slopes)
+    a.sinks = None if sinks is None else _tensor("sinks", sinks)
+    a.kv = _kv_cache_dtype_arg(kv_cache_dtype)
+    a.fp8 = a.kv != _capi.PA_KV_CACHE_AUTO
+    a.k_scale_t = a.v_scale_t = None
+    if a.fp8:
+        a.k_scale, a.k_scale_t = _fp8_scale("k_scale", k_scale, kv_cache_dtype)
+        a.v_scale, a.v_scale_t = _fp8_scale("v_scale", v_scale, kv_cache_dtype)
     else:
         # Fast path for the Python float 1.0; anything else (a tensor included,
         # which must not be compared on the device) goes through _unit_scale.
@@ -256,18 +288,19 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
             _unit_scale("k_scale", k_scale)
         if not (type(v_scale) is float and v_scale == 1.0):
             _unit_scale("v_scale", v_scale)
-        k_scale = v_scale = 1.0
+        a.k_scale = a.v_scale = 1.0
     if not isinstance(fixed_grid, bool):
         raise TypeError("%s(): fixed_grid must be a bool, got %s"
                         % (_FN, type(fixed_grid).__name__))
+    a.fixed_grid = fixed_grid
 
     # --- scalars -----------------------------------------------------------
-    num_kv_heads = _int_arg("num_kv_heads", num_kv_heads)
-    block_size = _int_arg("block_size", block_size)
+    a.num_kv_heads = _int_arg("num_kv_heads", num_kv_heads)
+    a.block_size = _int_arg("block_size", block_size)
     if fixed_grid and max_seq_len is None:
-        max_seq_len = 0
+        a.max_seq_len = 0
     else:
-        max_seq_len = _int_arg("max_seq_len", max_seq_len)
+        a.max_seq_len = _int_arg("max_seq_len", max_seq_len)
     if type(scale) is not float:
         if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
             raise TypeError("%s(): scale must be a float, got %s" % (_FN, type(scale).__name__))
@@ -275,18 +308,36 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
     if not _finite_f32(scale):
         raise ValueError("%s(): scale must be finite as a float32 (the kernels' type), got %r"
                          % (_FN, scale))
+    a.scale = scale
 
-    # --- tensors and dtypes ------------------------------------------------
-    q = _tensor("query", query)
-    out = _tensor("output", output)
-    kc = _tensor("key_cache", key_cache)
-    vc = _tensor("value_cache", value_cache)
-    bt = _tensor("block_tables", block_tables)
-    sl = _tensor("seq_lens", seq_lens)
-    es = _tensor("exp_sums", exp_sums)
-    ml = _tensor("max_logits", max_logits)
-    tmp = _tensor("tmp_output", tmp_output)
+    # --- tensors ---------------------------------------------------------------
+    a.tensors = (_tensor("query", query), _tensor("output", output),
+                 _tensor("key_cache", key_cache), _tensor("value_cache", value_cache),
+                 _tensor("block_tables", block_tables), _tensor("seq_lens", seq_lens),
+                 _tensor("exp_sums", exp_sums), _tensor("max_logits", max_logits),
+                 _tensor("tmp_output", tmp_output))
+    return a
 
+
+def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
+               num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
+               alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs, fixed_grid,
+               sliding_window=None, logits_soft_cap=None, sinks=None, fake=False):
+    """Checks one call; returns a Call or raises. fake=True: on the fake
+    tensors of a torch.compile trace, which have no address (alignment is
+    checked on the storage offset) and need not be on a CUDA device."""
+    a = check_arg_types(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
+                        num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
+                        alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs, fixed_grid,
+                        sliding_window, logits_soft_cap, sinks)
+    window, soft_cap, alibi, kv, fp8 = a.window, a.soft_cap, a.alibi, a.kv, a.fp8
+    sinks_t = a.sinks
+    k_scale, k_scale_t, v_scale, v_scale_t = a.k_scale, a.k_scale_t, a.v_scale, a.v_scale_t
+    num_kv_heads, block_size, max_seq_len, scale = (a.num_kv_heads, a.block_size, a.max_seq_len,
+                                                    a.scale)
+    q, out, kc, vc, bt, sl, es, ml, tmp = a.tensors
+
+    # --- dtypes ------------------------------------------------------------
     dt = q.dtype
     pa_dtype = _PA_DTYPE.get(dt)
     if pa_dtype is None:
@@ -424,6 +475,10 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
             raise ValueError("%s(): %s must be contiguous (row-major, no gaps), got strides %s "
                              "for shape %s; pass %s.contiguous()"
                              % (_FN, name, tuple(t.stride()), list(t.shape), name))
+    if fake:
+        _check_fake_alignment(tensors, scale_tensors)
+        _check_devices(q.device, tensors, scale_tensors, need_cuda=False)
+        return None
     # The nine pointers in pa_decode_args order (the tensors' order), read once.
     pointers = [t.data_ptr() for _, t in tensors[:9]]
     for i in _ALIGNED_16:
@@ -437,19 +492,7 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
 
     # --- devices ------------------------------------------------------------------
     dev = q.device
-    if dev.type != "cuda":
-        raise ValueError("%s(): query must be a CUDA tensor, got device %s" % (_FN, dev))
-    for name, t in tensors[1:]:
-        d = t.device
-        if d != dev:
-            raise ValueError("%s(): %s is on %s but query is on %s; all tensors must be on one "
-                             "CUDA device" % (_FN, name, d, dev))
-    for name, t in scale_tensors:
-        d = t.device
-        if d != dev:
-            raise ValueError("%s(): %s is a tensor on %s but query is on %s; with an fp8 cache a "
-                             "scale tensor is read by the kernel on the device: put it on %s, or "
-                             "pass a Python float" % (_FN, name, d, dev, dev))
+    _check_devices(dev, tensors, scale_tensors, need_cuda=True)
 
     c = Call()
     c.dtype, c.tmp_dtype = pa_dtype, pa_tmp_dtype
@@ -469,6 +512,39 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
     c.v_scale_ptr = v_scale_t.data_ptr() if v_scale_t is not None else 0
     c.sinks = sinks_t.data_ptr() if sinks_t is not None else 0
     return c
+
+
+def _check_fake_alignment(tensors, scale_tensors):
+    """Alignment on fake tensors, which have no address: the offset into their
+    storage (torch's allocators align every storage to far more than 16)."""
+    for i in _ALIGNED_16:
+        name, t = tensors[i]
+        if (t.storage_offset() * t.element_size()) % 16:
+            raise ValueError("%s(): %s must start at a 16-byte aligned address (the kernels use "
+                             "16-byte loads), got a view %d bytes into its storage"
+                             % (_FN, name, t.storage_offset() * t.element_size()))
+    for name, t in scale_tensors:
+        if (t.storage_offset() * t.element_size()) % 4:
+            raise ValueError("%s(): %s must start at a 4-byte aligned address (one float32), "
+                             "got a view %d bytes into its storage"
+                             % (_FN, name, t.storage_offset() * t.element_size()))
+
+
+def _check_devices(dev, tensors, scale_tensors, need_cuda):
+    """One device for every tensor (the query's), a CUDA one unless tracing."""
+    if need_cuda and dev.type != "cuda":
+        raise ValueError("%s(): query must be a CUDA tensor, got device %s" % (_FN, dev))
+    for name, t in tensors[1:]:
+        d = t.device
+        if d != dev:
+            raise ValueError("%s(): %s is on %s but query is on %s; all tensors must be on one "
+                             "CUDA device" % (_FN, name, d, dev))
+    for name, t in scale_tensors:
+        d = t.device
+        if d != dev:
+            raise ValueError("%s(): %s is a tensor on %s but query is on %s; with an fp8 cache a "
+                             "scale tensor is read by the kernel on the device: put it on %s, or "
+                             "pass a Python float" % (_FN, name, d, dev, dev))
 
 
 def _is_byte_dtype(dt):

@@ -4,7 +4,9 @@
 # layouts, launched through libpa_runtime.so on torch's current CUDA stream.
 # One pa_context per CUDA device is created on first use and kept in a
 # module-level table (the runtime itself holds no global state); it loads the
-# kernel library (a folder of bundles pa-opt exported) once.
+# kernel library (a folder of bundles pa-opt exported) once. The call goes
+# through the torch custom op torch.ops.paged_attn.paged_attention_v2
+# (_op.py), whose implementation here launches the kernels.
 #
 #===------------------------------------------------------------------------===#
 
@@ -13,7 +15,7 @@ import threading
 
 import torch
 
-from . import _capi, _checks
+from . import _capi, _checks, _op
 from ._checks import PARTITION_SIZE
 
 KERNEL_LIBRARY_ENV = "PA_KERNEL_LIBRARY"
@@ -119,8 +121,8 @@ def _decode_args(c):
 def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
                        num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
                        alibi_slopes, kv_cache_dtype="auto", k_scale=1.0, v_scale=1.0, *,
-                       fixed_grid=False, sliding_window=None, logits_soft_cap=None,
-                       sinks=None, **kwargs):
+                       fixed_grid=False, sliding_window=None, logits_soft_cap=None, sinks=None,
+                       **kwargs):
     """PagedAttention V2 decode; writes `output` (and the workspace).
 
     The seed's signature and vLLM's layouts (docs/python.md):
@@ -152,16 +154,39 @@ def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cach
     fixed_grid=True (keyword only): the grid covers every workspace partition whatever
     max_seq_len is (it may then be None), so one CUDA-graph capture serves any seq_lens up
     to max_num_partitions * 512 and max_blocks_per_seq * block_size.
+
+    The call is torch.ops.paged_attn.paged_attention_v2 (docs/python.md,
+    "torch.compile"), so torch.compile(fullgraph=True) captures it whole.
     """
-    c = _checks.check_call(output, exp_sums, max_logits, tmp_output, query, key_cache,
-                           value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size,
-                           max_seq_len, alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs,
-                           fixed_grid, sliding_window, logits_soft_cap, sinks)
+    torch.ops.paged_attn.paged_attention_v2(*_op.op_args(
+        output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache, num_kv_heads,
+        scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype,
+        k_scale, v_scale, kwargs, fixed_grid, sliding_window, logits_soft_cap, sinks))
+
+
+def _launch(*args, **kwargs):
+    """The op's implementation (SCHEMA's arguments): checks, then launches on
+    the tensors' device, on its current stream."""
+    c = _op.check(*args, **kwargs)
     if c.num_seqs == 0 or c.num_heads == 0:
-        return None
+        return
     ctx = _context(c.device_index)
-    ctx.decode(_decode_args(c), _current_stream(c.device_index))
-    return None
+    try:
+        ctx.decode(_decode_args(c), _current_stream(c.device_index))
+    except _capi.PagedAttnUnsupportedError as e:
+        # The runtime names the key; say which library lacks it.
+        raise _capi.PagedAttnUnsupportedError(
+            e.where, e.code, e.driver_error, "%s (kernel library %s, %d variants)"
+            % (e.message, ctx.kernel_dir, ctx.num_variants)) from None
+
+
+def _fake(*args, **kwargs):
+    """The op's fake implementation: every rule, on the fake tensors of a
+    torch.compile trace; the op returns nothing (it writes its arguments)."""
+    _op.check(*args, fake=True, **kwargs)
+
+
+_op.register(_launch, _fake)
 
 
 def plan(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,

@@ -325,6 +325,39 @@ def reference(query, key_cache, value_cache, block_tables, seq_lens, scale, alib
     return out
 
 
+#===----------------------------------------------------------------------===#
+# A decode step for torch.compile
+#===----------------------------------------------------------------------===#
+
+#: The features decode_step passes (Case.reference(**STEP_FEATURES) matches).
+STEP_FEATURES = dict(sliding_window=300, logits_soft_cap=30.0)
+
+
+def decode_step(query, key_cache, value_cache, block_tables, seq_lens, alibi_slopes,
+                k_scale, v_scale, kv_cache_dtype, num_partitions):
+    """A decode step as a model holds it: the workspace allocated in the
+    graph, the grid fixed (for CUDA graphs), every feature on."""
+    import torch
+    pa = import_paged_attn()
+    S, H, D = query.shape
+    out = torch.empty_like(query)
+    es = torch.empty(S, H, num_partitions, dtype=torch.float32, device=query.device)
+    ml = torch.empty_like(es)
+    tmp = torch.empty(S, H, num_partitions, D, dtype=torch.float32, device=query.device)
+    pa.paged_attention_v2(out, es, ml, tmp, query, key_cache, value_cache, value_cache.shape[1],
+                          1.0 / math.sqrt(D), block_tables, seq_lens, value_cache.shape[3], None,
+                          alibi_slopes, kv_cache_dtype, k_scale, v_scale, fixed_grid=True,
+                          **STEP_FEATURES)
+    return out * 1.0
+
+
+def step_args(c):
+    """decode_step's arguments for a Case."""
+    return (c.query, c.key_cache, c.value_cache, c.block_tables, c.seq_lens, c.alibi_slopes,
+            getattr(c, "k_scale_arg", 1.0), getattr(c, "v_scale_arg", 1.0),
+            c.kv_cache_dtype or "auto", c.P)
+
+
 def rel_error(out, ref):
     """Largest per-sequence ||out - ref|| / ||ref||; inf if out holds a NaN/Inf."""
     import torch

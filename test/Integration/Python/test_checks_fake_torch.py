@@ -2,7 +2,9 @@
 #
 # The host side of the torch drop-in without torch or a GPU: a stand-in
 # `torch` module (tensors that are only metadata) is installed before
-# paged_attn is imported. Checks every refusal of pa_testlib.refusal_cases,
+# paged_attn is imported (with a stand-in torch.library that records the
+# custom op's registration and dispatches a call to its implementation).
+# Checks every refusal of pa_testlib.refusal_cases,
 # the accepted calls, the pa_decode_args a call builds (fields, pointer
 # order, fixed_grid -> max_seq_len 0, the stream, the fp8 cache type, its
 # scales and scale pointers), the device rules, the library/kernel-folder
@@ -114,6 +116,36 @@ fake.cuda = types.SimpleNamespace(
     current_device=lambda: 0, device_count=lambda: 2,
     is_current_stream_capturing=lambda: capturing[0],
     current_stream=lambda d=None: types.SimpleNamespace(cuda_stream=0x5151))
+
+
+# torch.library and torch.ops: the package registers its op at import; the
+# stand-in dispatcher sends a call to the implementation registered for every
+# device (the real one would pick a device-specific kernel first).
+registered = {}
+
+
+class _Library:
+    def __init__(self, ns, kind):
+        assert (ns, kind) == ("paged_attn", "DEF"), (ns, kind)
+
+    def define(self, schema):
+        registered["schema"] = schema
+
+    def impl(self, name, fn, key):
+        registered[(name, key)] = fn
+
+
+def _register_fake(qualname, fn, lib=None):
+    registered[(qualname, "fake")] = fn
+
+
+class _OpNamespace:
+    def __getattr__(self, name):
+        return registered[(name, "CompositeExplicitAutograd")]
+
+
+fake.library = types.SimpleNamespace(Library=_Library, register_fake=_register_fake)
+fake.ops = types.SimpleNamespace(paged_attn=_OpNamespace())
 sys.modules["torch"] = fake
 
 pa = T.import_paged_attn()
@@ -137,11 +169,16 @@ def make_misaligned(shape, dtype, device):
 class Recorder:
     """Stands in for a _capi.Context: records what would reach the C ABI."""
 
+    kernel_dir, num_variants = "/lib/of/kernels", 7
+
     def __init__(self):
         self.calls = []
+        self.status = None  # a _capi.Status for decode to fail with
 
     def decode(self, args, stream):
         self.calls.append(("decode", args, stream))
+        if self.status is not None:
+            _capi.check(self.status, "pa_decode_v2")
 
     def plan(self, args):
         self.calls.append(("plan", args, None))
@@ -178,6 +215,16 @@ def signature_is_the_seeds():
                         "logits_soft_cap": None, "sinks": None}, defaults
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in ps[-5:-1])
     assert ps[-1].kind is inspect.Parameter.VAR_KEYWORD
+
+
+def op_registered():
+    # The call reaches the runtime through the registered op (Recorder's
+    # calls in the checks below), whose schema declares what it writes.
+    schema = registered["schema"]
+    assert schema.startswith("paged_attention_v2(Tensor(a!) output, Tensor(b!) exp_sums, "
+                             "Tensor(c!) max_logits, Tensor(d!) tmp_output, Tensor query,"), schema
+    assert schema.count("!") == 4 and schema.endswith(") -> ()"), schema
+    assert ("paged_attn::paged_attention_v2", "fake") in registered
 
 
 def decode_args_built():
@@ -304,6 +351,19 @@ def rec_decode(args, **kw):
     rec.calls.clear()
     pa.paged_attention_v2(**args, **kw)
     return rec.calls[-1][1]
+
+
+def unsupported_names_the_library():
+    rec.status = _capi.Status(_capi.PA_ERROR_UNSUPPORTED, b"",
+                              b"no loaded variant serves dtype f16, head_size 64")
+    try:
+        msg = T.expect_raises(pa.PagedAttnUnsupportedError, [
+            "PA_ERROR_UNSUPPORTED", "no loaded variant serves dtype f16, head_size 64",
+            "(kernel library /lib/of/kernels, 7 variants)"], pa.paged_attention_v2,
+            **T.baseline(fake, make, "cuda:0"))
+    finally:
+        rec.status = None
+    return msg
 
 
 def fixed_grid_passes_zero():
@@ -487,8 +547,8 @@ def body(r):
         r.run("refuses: " + name, refused, args, exc, subs)
     for name, args in T.accepted_cases(fake, make, "cuda:0"):
         r.run("accepts: " + name, accepted, args)
-    for fn in (decode_args_built, features_reach_the_runtime, fp8_reaches_the_runtime,
-               fp8_scale_tensor_device_rules, fixed_grid_passes_zero, float32_dtypes,
+    for fn in (op_registered, decode_args_built, features_reach_the_runtime, fp8_reaches_the_runtime,
+               fp8_scale_tensor_device_rules, unsupported_names_the_library, fixed_grid_passes_zero, float32_dtypes,
                empty_batch_launches_nothing, plan_goes_through_checks, cpu_tensors_refused,
                mixed_devices_refused, scale_tensors, first_context_during_capture_refused,
                runtime_library_not_found, runtime_library_search_order, kernel_library_not_found,

@@ -1,0 +1,77 @@
+#===- _op.py - paged_attention_v2 as a torch custom op ----------------------===#
+#
+# torch.ops.paged_attn.paged_attention_v2: the decode registered with
+# torch.library, so that torch.compile sees one opaque node (fullgraph=True,
+# no graph break) and Inductor's CUDA graphs keep it. The schema declares
+# what the kernels write (output and the workspace) as mutated. The op's
+# arguments are the Python API's, except that k_scale / v_scale (a float or
+# a device tensor there) are each split into a float and an optional tensor,
+# and vLLM's block-sparse keywords stay in the Python API.
+#
+# paged_attn.paged_attention_v2 first runs the argument-type rules
+# (_checks.check_arg_types: plain Python that torch.compile traces), so a
+# wrong type gets this package's message rather than the schema parser's;
+# then the op's implementations run every rule (_checks.check_call): the fake
+# one on the fake tensors of a trace, the real one before each launch.
+#
+#===------------------------------------------------------------------------===#
+
+import torch
+
+from . import _checks
+
+NAMESPACE = "paged_attn"
+NAME = "paged_attention_v2"
+QUALNAME = NAMESPACE + "::" + NAME
+
+SCHEMA = (
+    NAME + "(Tensor(a!) output, Tensor(b!) exp_sums, Tensor(c!) max_logits, "
+    "Tensor(d!) tmp_output, Tensor query, Tensor key_cache, Tensor value_cache, "
+    "int num_kv_heads, float scale, Tensor block_tables, Tensor seq_lens, int block_size, "
+    "SymInt? max_seq_len, Tensor? alibi_slopes, str kv_cache_dtype, float k_scale, float v_scale, "
+    "Tensor? k_scale_tensor, Tensor? v_scale_tensor, int? sliding_window, "
+    "float? logits_soft_cap, bool fixed_grid, Tensor? sinks=None) -> ()")
+
+_lib = None  # the torch.library.Library holding the registration (kept alive)
+
+
+def register(impl, fake):
+    """Defines the op; impl (for every device: it refuses all but CUDA with
+    the package's message) and fake (for torch.compile's tracing) take the
+    schema's arguments. A backend-specific kernel (say a CPU reference in a
+    test) registered later for the same op takes precedence over impl."""
+    global _lib
+    _lib = torch.library.Library(NAMESPACE, "DEF")
+    _lib.define(SCHEMA)
+    _lib.impl(NAME, impl, "CompositeExplicitAutograd")
+    torch.library.register_fake(QUALNAME, fake, lib=_lib)
+
+
+def op_args(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
+            num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes,
+            kv_cache_dtype, k_scale, v_scale, kwargs, fixed_grid, sliding_window,
+            logits_soft_cap, sinks=None):
+    """The Python API's arguments, checked for type, as the op's (SCHEMA order)."""
+    a = _checks.check_arg_types(output, exp_sums, max_logits, tmp_output, query, key_cache,
+                                value_cache, num_kv_heads, scale, block_tables, seq_lens,
+                                block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale,
+                                v_scale, kwargs, fixed_grid, sliding_window, logits_soft_cap,
+                                sinks)
+    return (output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
+            a.num_kv_heads, a.scale, block_tables, seq_lens, a.block_size,
+            None if fixed_grid and max_seq_len is None else a.max_seq_len, alibi_slopes,
+            kv_cache_dtype, a.k_scale, a.v_scale, a.k_scale_t, a.v_scale_t,
+            a.window or None, a.soft_cap, fixed_grid, sinks)
+
+
+def check(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache, num_kv_heads,
+          scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype,
+          k_scale, v_scale, k_scale_tensor, v_scale_tensor, sliding_window, logits_soft_cap,
+          fixed_grid, sinks=None, fake=False):
+    """_checks.check_call on the op's arguments (SCHEMA order)."""
+    return _checks.check_call(
+        output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache, num_kv_heads,
+        scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype,
+        k_scale if k_scale_tensor is None else k_scale_tensor,
+        v_scale if v_scale_tensor is None else v_scale_tensor, None, fixed_grid,
+        sliding_window, logits_soft_cap, sinks, fake=fake)
