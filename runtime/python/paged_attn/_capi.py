@@ -20,6 +20,7 @@ PA_ERROR_UNSUPPORTED = 2
 PA_ERROR_CUDA = 3
 PA_ERROR_BUNDLE = 4
 PA_ERROR_IO = 5
+PA_ERROR_CAPTURE = 6
 
 STATUS_NAMES = {
     PA_OK: "PA_OK",
@@ -28,6 +29,7 @@ STATUS_NAMES = {
     PA_ERROR_CUDA: "PA_ERROR_CUDA",
     PA_ERROR_BUNDLE: "PA_ERROR_BUNDLE",
     PA_ERROR_IO: "PA_ERROR_IO",
+    PA_ERROR_CAPTURE: "PA_ERROR_CAPTURE",
 }
 
 # pa_dtype
@@ -226,6 +228,13 @@ def library_candidates():
     return found
 
 
+class LibraryStats(ctypes.Structure):
+    """pa_library_stats."""
+    _fields_ = [("bundles", ctypes.c_size_t), ("modules_loaded", ctypes.c_size_t),
+                ("loaded_sass", ctypes.c_size_t), ("loaded_ptx", ctypes.c_size_t),
+                ("sass_fallbacks", ctypes.c_size_t)]
+
+
 def _declare(lib):
     c = ctypes
     ctx_p = c.c_void_p
@@ -246,6 +255,12 @@ def _declare(lib):
     lib.pa_workspace_bytes.argtypes = [c.c_int32, c.c_int32, c.c_int32, c.c_int32,
                                        c.c_int32, _enum]
     lib.pa_workspace_bytes.restype = c.c_size_t
+    lib.pa_context_preload.argtypes = [ctx_p, c.POINTER(DecodeArgs), c.c_size_t]
+    lib.pa_context_preload.restype = Status
+    lib.pa_context_preload_all.argtypes = [ctx_p]
+    lib.pa_context_preload_all.restype = Status
+    lib.pa_context_library_stats.argtypes = [ctx_p, c.POINTER(LibraryStats)]
+    lib.pa_context_library_stats.restype = Status
     return lib
 
 
@@ -314,6 +329,22 @@ class Context:
         check(self._lib.pa_plan_decode_v2(self.handle, ctypes.byref(args), ctypes.byref(p)),
               "pa_plan_decode_v2")
         return p.to_dict()
+
+    def preload(self, args_list):
+        """pa_context_preload: loads the modules calls like these use."""
+        keys = (DecodeArgs * len(args_list))(*args_list)
+        check(self._lib.pa_context_preload(self.handle, keys, len(args_list)),
+              "pa_context_preload")
+
+    def preload_all(self):
+        check(self._lib.pa_context_preload_all(self.handle), "pa_context_preload_all")
+
+    def stats(self):
+        """pa_context_library_stats as a dict."""
+        st = LibraryStats()
+        check(self._lib.pa_context_library_stats(self.handle, ctypes.byref(st)),
+              "pa_context_library_stats")
+        return {name: int(getattr(st, name)) for name, _ in LibraryStats._fields_}
 
     def close(self):
         if self.handle:

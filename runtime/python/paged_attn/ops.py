@@ -58,8 +58,9 @@ def _context(device_index):
                 # graph is being captured; warm-up first is the usual rule.
                 raise RuntimeError(
                     "paged_attn: the first call on cuda:%d happens during CUDA graph capture; "
-                    "call paged_attn.init(%d) (or run the op once) before capturing, so the "
-                    "kernels are loaded outside the capture" % (device_index, device_index))
+                    "call paged_attn.init(%d, keys=...) (or run the op once per key) before "
+                    "capturing, so the kernels are loaded outside the capture"
+                    % (device_index, device_index))
             ctx = _capi.Context(device_index, kernel_library_dir())
             _contexts[device_index] = ctx
     return ctx
@@ -76,17 +77,61 @@ def _device_index(device):
     return d.index if d.index is not None else torch.cuda.current_device()
 
 
-def init(device=None):
-    """Creates the device's context and loads the kernel library now instead of
-    on the first call (do this before capturing a CUDA graph). Returns what
-    was loaded: {"device", "runtime", "kernel_library", "num_variants"}."""
+_DTYPES = {torch.float16: _capi.PA_F16, torch.bfloat16: _capi.PA_BF16,
+           torch.float32: _capi.PA_F32}
+
+
+def _key_args(key):
+    """The pa_decode_args of each call a key dict describes (tmp_dtype None:
+    both float32 and the dtype). Keys: dtype, head_size, block_size, num_heads,
+    num_kv_heads; optional kv_cache_dtype ("auto"), tmp_dtype, alibi,
+    logits_soft_cap, sliding_window, sinks (bools: whether calls use them)."""
+    unknown = set(key) - {"dtype", "head_size", "block_size", "num_heads", "num_kv_heads",
+                          "kv_cache_dtype", "tmp_dtype", "alibi", "logits_soft_cap",
+                          "sliding_window", "sinks"}
+    if unknown:
+        raise TypeError("paged_attn.init: unknown key field(s) %s" % sorted(unknown))
+    dt = _DTYPES[key["dtype"]]
+    tmp = key.get("tmp_dtype")
+    tmps = [_capi.PA_F32, dt] if tmp is None else [_DTYPES[tmp]]
+    kv = _checks._kv_cache_dtype_arg(key.get("kv_cache_dtype", "auto"))
+    out = []
+    for t in dict.fromkeys(tmps):
+        a = _capi.DecodeArgs()
+        a.dtype, a.tmp_dtype, a.kv_cache_dtype = dt, t, kv
+        a.head_size, a.block_size = int(key["head_size"]), int(key["block_size"])
+        a.num_heads, a.num_kv_heads = int(key["num_heads"]), int(key["num_kv_heads"])
+        # Nonzero stand-ins only say which features the calls use.
+        a.alibi_slopes = 1 if key.get("alibi") else 0
+        a.logits_soft_cap = 1.0 if key.get("logits_soft_cap") else 0.0
+        a.sliding_window = 1 if key.get("sliding_window") else 0
+        a.sinks = 1 if key.get("sinks") else 0
+        out.append(a)
+    return out
+
+
+def init(device=None, keys=None):
+    """Creates the device's context (indexes the kernel library; no module is
+    loaded) and, with `keys`, loads now the modules those calls use, so that
+    they load nothing later — do this before capturing a CUDA graph, where a
+    first use is refused. keys: "all" (every bundle; quick with SASS), or a
+    list of dicts {dtype, head_size, block_size, num_heads, num_kv_heads,
+    [kv_cache_dtype, tmp_dtype, alibi, logits_soft_cap, sliding_window,
+    sinks]}. Returns {"device", "runtime", "kernel_library", "num_variants",
+    "modules_loaded", "loaded_sass", "loaded_ptx", "sass_fallbacks"}."""
     idx = _device_index(device)
     n = torch.cuda.device_count()
     if not 0 <= idx < n:
         raise ValueError("paged_attn: no CUDA device %d (this process sees %d)" % (idx, n))
     ctx = _context(idx)
+    if keys == "all":
+        ctx.preload_all()
+    elif keys is not None:
+        ctx.preload([a for key in keys for a in _key_args(key)])
+    stats = ctx.stats()
     return {"device": idx, "runtime": _capi.library().pa_runtime_path,
-            "kernel_library": ctx.kernel_dir, "num_variants": ctx.num_variants}
+            "kernel_library": ctx.kernel_dir, "num_variants": ctx.num_variants,
+            **{k: v for k, v in stats.items() if k != "bundles"}}
 
 
 def release_contexts():

@@ -186,9 +186,45 @@ def plan_grid_fixed():
     return "fixed: %s; max_seq_len 1 without fixed_grid: %s" % (a, free)
 
 
+def first_use_in_capture_needs_a_preload():
+    # A key whose module is not loaded yet (d256 f16, tmp f16, a sliding
+    # window: used by no other case here) is refused inside a capture, and
+    # captured once init(keys=...) loaded it; the replay matches.
+    st = Static(2, 16, 8, 256, 16, 64, torch.float16, torch.float16)
+    key = dict(dtype=torch.float16, tmp_dtype=torch.float16, head_size=256, block_size=16,
+               num_heads=16, num_kv_heads=8, sliding_window=True)
+    call = lambda: pa.paged_attention_v2(*st.args(None), fixed_grid=True,  # noqa: E731
+                                         sliding_window=300)
+    before = pa.init(torch.cuda.current_device())["modules_loaded"]
+    g = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(g):
+            call()
+    except Exception as e:  # torch ends the capture; the runtime's refusal is the cause
+        if "PA_ERROR_CAPTURE" not in str(e) and "captures a CUDA graph" not in str(e):
+            raise
+    else:
+        raise AssertionError("a first use inside a capture was not refused")
+    torch.cuda.synchronize()
+    after = pa.init(torch.cuda.current_device(), keys=[key])["modules_loaded"]
+    if after <= before:
+        raise AssertionError("init(keys=...) loaded nothing (%d -> %d)" % (before, after))
+    st.fill([300, 1000], torch.Generator().manual_seed(3), True)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        call()
+    g.replay()
+    torch.cuda.synchronize()
+    ref = T.reference(st.query, st.key_cache, st.value_cache, st.block_tables, st.seq_lens,
+                      st.scale, sliding_window=300)
+    return "modules %d -> %d; rel. error %.1e" % (
+        before, after, T.check_close(st.output, ref, torch.float16))
+
+
 def body(r):
     seed = T.test_seed_value()
     r.run("plan: fixed grid independent of max_seq_len", plan_grid_fixed)
+    r.run("first use inside a capture: refused, then preloaded", first_use_in_capture_needs_a_preload)
     r.run("f16, tmp f32, captured with max_seq_len None", replays, torch.float16,
           torch.float32, None, seed)
     r.run("bf16, tmp bf16, captured with max_seq_len 17", replays, torch.bfloat16,

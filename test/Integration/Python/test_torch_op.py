@@ -67,6 +67,28 @@ def schema_declares_what_is_written():
     return str(s)
 
 
+def init_keys_describe_calls():
+    # paged_attn.init(keys=[...]): each key dict becomes the pa_decode_args
+    # of the calls it describes (both tmp dtypes unless one is named).
+    args = pa.ops._key_args(dict(dtype=torch.bfloat16, head_size=128, block_size=16,
+                                 num_heads=32, num_kv_heads=8, sinks=True,
+                                 kv_cache_dtype="fp8_e4m3"))
+    assert [(a.dtype, a.tmp_dtype) for a in args] == [(1, 2), (1, 1)], args
+    a = args[0]
+    assert (a.head_size, a.block_size, a.num_heads, a.num_kv_heads) == (128, 16, 32, 8)
+    assert a.sinks != 0 and a.alibi_slopes == 0 and a.sliding_window == 0
+    assert a.kv_cache_dtype == 1 and a.logits_soft_cap == 0.0
+    one = pa.ops._key_args(dict(dtype=torch.float16, tmp_dtype=torch.float32, head_size=64,
+                                block_size=32, num_heads=8, num_kv_heads=8, alibi=True))
+    assert len(one) == 1 and one[0].alibi_slopes != 0 and one[0].tmp_dtype == 2
+    try:
+        pa.ops._key_args(dict(dtype=torch.float16, head=64))
+    except TypeError as e:
+        assert "unknown key field(s) ['head']" in str(e), e
+    else:
+        raise AssertionError("an unknown key field was accepted")
+
+
 def cpu_tensors_refused_by_the_package():
     # Before the test's CPU kernel exists: the package's implementation
     # serves every device and refuses all but CUDA, last, with its message.
@@ -210,6 +232,7 @@ def compile_raises_as_eager(name, args, exc, subs):
 def body(r):
     r.run("schema declares what the op writes", schema_declares_what_is_written)
     r.run("CPU tensors refused by the package's kernel", cpu_tensors_refused_by_the_package)
+    r.run("init(keys=...) describes the calls to preload", init_keys_describe_calls)
     # Refusals first, while the package's own kernel serves CPU tensors: the
     # eager message is the one a launch would raise.
     cases = T.refusal_cases(torch, make, "cpu", make_strided, make_misaligned)
