@@ -174,6 +174,33 @@ typedef struct pa_library_stats {
 pa_status pa_context_library_stats(const pa_context *ctx,
                                    pa_library_stats *out);
 
+/*===-- Compiled host code -------------------------------------------------===*/
+
+/// pa_decode_v2 flattened for host code a compiler generates
+/// (convert-paged-attn-to-runtime; docs/design.md, "Host code to an object"):
+/// one scalar or device pointer per pa_decode_args field, so that generated
+/// code needs no copy of the struct's layout. The order is the table
+/// include/PagedAttn/Conversion/PagedAttnToRuntime/HostABI.def, which the
+/// compiler reads and the runtime checks this prototype against at compile
+/// time. Fields of pa_decode_args not listed here are zero.
+///
+/// `status` may be null. When it is not and already holds an error
+/// (status->code != PA_OK), nothing is launched and that code is returned,
+/// so the first error of a sequence of calls stays for the caller to read;
+/// a new error is written there; a success leaves it as it is. Returns the
+/// call's pa_status_code. Allocates nothing, like pa_decode_v2.
+int32_t pa_host_decode_v2(
+    pa_context *ctx, CUstream stream, int32_t dtype, int32_t tmp_dtype,
+    int32_t num_seqs, int32_t num_heads, int32_t num_kv_heads,
+    int32_t head_size, int32_t block_size, int32_t num_blocks,
+    int32_t max_blocks_per_seq, int32_t max_num_partitions,
+    int32_t partition_size, int32_t max_seq_len, float scale, void *query,
+    void *key_cache, void *value_cache, void *block_tables, void *seq_lens,
+    void *output, void *exp_sums, void *max_logits, void *tmp_output,
+    void *alibi_slopes, int32_t sliding_window, float logits_soft_cap,
+    int32_t kv_cache_dtype, float k_scale, float v_scale, void *k_scale_ptr,
+    void *v_scale_ptr, pa_status *status);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
