@@ -76,3 +76,64 @@ PA_EXPORT int32_t pa_host_decode_v2(
     *status = result;
   return result.code;
 }
+
+namespace {
+
+/// Runs `body` with ctx's primary context current (for the driver's memory
+/// calls); a context without a driver refuses.
+template <typename Body>
+pa_status withDevice(pa_context *ctx, const char *what, Body body) {
+  if (!ctx)
+    return pa::makeStatus(PA_ERROR_INVALID_ARGUMENT, "ctx is null");
+  if (!ctx->api.library)
+    return pa::makeStatus(PA_ERROR_CUDA,
+                          "%s: this context has no CUDA driver", what);
+  PA_CUDA_RETURN_IF_ERROR(ctx->api, ctx->api.cuCtxPushCurrent(ctx->primary),
+                          "cuCtxPushCurrent (device %d)", ctx->info.ordinal);
+  pa_status status = body();
+  CUcontext popped;
+  ctx->api.cuCtxPopCurrent(&popped);
+  return status;
+}
+
+} // namespace
+
+PA_EXPORT void *pa_host_alloc(pa_context *ctx, CUstream stream, int64_t bytes,
+                              pa_status *status) {
+  if (status && status->code != PA_OK)
+    return nullptr;
+  CUdeviceptr ptr = 0;
+  pa_status result = withDevice(ctx, "pa_host_alloc", [&] {
+    if (bytes <= 0)
+      return pa::makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                            "pa_host_alloc: bytes (%lld) must be positive",
+                            (long long)bytes);
+    PA_CUDA_RETURN_IF_ERROR(ctx->api,
+                            ctx->api.cuMemAllocAsync(&ptr, size_t(bytes),
+                                                     stream),
+                            "cuMemAllocAsync (%lld bytes)", (long long)bytes);
+    return pa::okStatus();
+  });
+  if (result.code != PA_OK) {
+    if (status)
+      *status = result;
+    return nullptr;
+  }
+  return reinterpret_cast<void *>(uintptr_t(ptr));
+}
+
+PA_EXPORT int32_t pa_host_free(pa_context *ctx, CUstream stream, void *ptr,
+                               pa_status *status) {
+  if (!ptr)
+    return PA_OK;
+  pa_status result = withDevice(ctx, "pa_host_free", [&] {
+    PA_CUDA_RETURN_IF_ERROR(
+        ctx->api,
+        ctx->api.cuMemFreeAsync(CUdeviceptr(uintptr_t(ptr)), stream),
+        "cuMemFreeAsync");
+    return pa::okStatus();
+  });
+  if (result.code != PA_OK && status && status->code == PA_OK)
+    *status = result;
+  return result.code;
+}

@@ -116,6 +116,28 @@ void hostEntryTests() {
     CHECK_EQ(int(st.code), int(PA_ERROR_UNSUPPORTED));
     CHECK_EQ(std::string(st.message), std::string("the first error"));
   });
+
+  run("host_alloc_needs_a_driver", [] {
+    // A host-only context cannot allocate: null, and the status says why;
+    // a status holding an error stops the allocation; freeing null is a
+    // no-op.
+    HostContext h(kH200);
+    pa_status st;
+    std::memset(&st, 0, sizeof(st));
+    CHECK(pa_host_alloc(h.ctx, nullptr, 1024, &st) == nullptr);
+    CHECK_EQ(int(st.code), int(PA_ERROR_CUDA));
+    CHECK(std::strstr(st.message, "pa_host_alloc: this context has no CUDA "
+                                  "driver") != nullptr);
+    std::memset(&st, 0, sizeof(st));
+    CHECK(pa_host_alloc(nullptr, nullptr, 1024, &st) == nullptr);
+    CHECK_EQ(int(st.code), int(PA_ERROR_INVALID_ARGUMENT));
+    std::strcpy(st.message, "the first error");
+    CHECK(pa_host_alloc(h.ctx, nullptr, 1024, &st) == nullptr);
+    CHECK_EQ(std::string(st.message), std::string("the first error"));
+    CHECK_EQ(pa_host_free(h.ctx, nullptr, nullptr, &st), int32_t(PA_OK));
+    CHECK_EQ(pa_host_free(h.ctx, nullptr, &st, nullptr),
+             int32_t(PA_ERROR_CUDA));
+  });
 }
 
 } // namespace pa_test

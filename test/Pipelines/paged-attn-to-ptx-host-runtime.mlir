@@ -38,3 +38,24 @@
 // BUNDLE: pa_f16_d128_b16_h8_mma_sm90.ptx
 
 // BAD: paged-attn-to-ptx: host must be launch or runtime, got 'gpu'
+
+// The tensor form (examples/decode_v2.mlir, no workspace): its workspace is
+// allocated on the device around the call, through the runtime.
+// RUN: pa-opt %pa_src_root/examples/decode_v2.mlir -paged-attn-to-ptx="chip=sm_90 host=runtime" -o %t/tensor.mlir
+// RUN: FileCheck %s --check-prefix=TENSOR --input-file=%t/tensor.mlir
+// RUN: mlir-translate --mlir-to-llvmir %t/tensor.mlir -o %t/tensor.ll
+// RUN: llc -O2 -filetype=obj -relocation-model=pic %t/tensor.ll -o %t/tensor.o
+// RUN: llvm-nm %t/tensor.o | FileCheck %s --check-prefix=TENSOR-NM
+// TENSOR-NOT: llvm.call @malloc
+// TENSOR-LABEL: llvm.func @decode_step(
+// TENSOR-COUNT-3: llvm.call @pa_host_alloc(
+// TENSOR: llvm.call @pa_host_decode_v2(
+// TENSOR-COUNT-3: llvm.call @pa_host_free(
+// TENSOR-NOT: llvm.call @malloc
+// TENSOR-NM-NOT: {{ U }}
+// TENSOR-NM: T _mlir_ciface_decode_step
+// TENSOR-NM-NEXT: T decode_step
+// TENSOR-NM-NEXT: U pa_host_alloc
+// TENSOR-NM-NEXT: U pa_host_decode_v2
+// TENSOR-NM-NEXT: U pa_host_free
+// TENSOR-NM-NOT: {{ U }}

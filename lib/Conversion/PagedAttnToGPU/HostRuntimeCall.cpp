@@ -18,6 +18,10 @@
 //     %code = func.call @pa_host_decode_v2(%ctx, %stream, %c0_i32 /*dtype*/,
 //         ..., %qp, ..., %status) : (...) -> i32
 //
+// The tensor form's workspace, which bufferization allocates on the host
+// (memref.alloc), is allocated on the device instead: pa_host_alloc on the
+// stream before the call, pa_host_free on the stream after it.
+//
 // The runtime picks the variant and the partition split per call, as for
 // any pa_decode_v2 caller; the kernels this pass builds are only exported.
 //
@@ -104,22 +108,54 @@ int32_t cacheCode(Type type) {
   return PA_KV_CACHE_AUTO;
 }
 
-/// The entry's declaration, created once at the top of the module.
-FailureOr<func::FuncOp> getOrDeclareEntry(RewriterBase &rewriter,
-                                          ModuleOp module, Location loc) {
-  FunctionType type = entryType(module.getContext());
-  if (auto existing = module.lookupSymbol<func::FuncOp>(kHostEntryName)) {
+/// The declaration of runtime entry `name` of `type`, created once at the
+/// top of the module.
+FailureOr<func::FuncOp> getOrDeclare(RewriterBase &rewriter, ModuleOp module,
+                                     Location loc, StringRef name,
+                                     FunctionType type) {
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name)) {
     if (existing.getFunctionType() != type)
       return existing.emitOpError()
-             << "declares " << kHostEntryName << " as "
-             << existing.getFunctionType() << "; the runtime's is " << type;
+             << "declares " << name << " as " << existing.getFunctionType()
+             << "; the runtime's is " << type;
     return existing;
   }
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(module.getBody());
-  auto decl = func::FuncOp::create(rewriter, loc, kHostEntryName, type);
+  auto decl = func::FuncOp::create(rewriter, loc, name, type);
   decl.setPrivate();
   return decl;
+}
+
+/// A workspace buffer the tensor form's bufferization allocated on the host
+/// (memref.alloc used by this op alone): the lowering allocates it on the
+/// device through the runtime instead.
+memref::AllocOp hostWorkspaceAlloc(DecodeV2Op op, Value memref) {
+  auto alloc = memref.getDefiningOp<memref::AllocOp>();
+  if (alloc && alloc->hasOneUse() && *alloc->user_begin() == op)
+    return alloc;
+  return nullptr;
+}
+
+/// Every buffer must be device memory: a host allocation other than a
+/// workspace the lowering moves to the device would reach the kernels as a
+/// host address.
+LogicalResult checkHostBuffers(DecodeV2Op op,
+                               llvm::function_ref<void(const Twine &)> fail) {
+  if (op.getOutput().getDefiningOp<memref::AllocOp>()) {
+    fail("with host=runtime writes its output into a buffer allocated on "
+         "the host (bufferization could not write in place): pass the "
+         "output as a function argument the result may alias");
+    return failure();
+  }
+  for (Value w : {op.getExpSums(), op.getMaxLogits(), op.getTmpOutput()})
+    if (w && w.getDefiningOp<memref::AllocOp>() &&
+        !hostWorkspaceAlloc(op, w)) {
+      fail("with host=runtime needs a workspace used by this op alone (it "
+           "is allocated on the device around the call)");
+      return failure();
+    }
+  return success();
 }
 
 } // namespace
@@ -133,6 +169,9 @@ LogicalResult mlir::paged_attn::prepareRuntimeHostFunctions(ModuleOp module) {
                      "arguments carry the runtime context and stream)");
       return WalkResult::interrupt();
     }
+    if (failed(checkHostBuffers(
+            op, [&](const Twine &why) { op.emitOpError(why); })))
+      return WalkResult::interrupt();
     funcs.insert(func);
     return WalkResult::advance();
   });
@@ -187,31 +226,83 @@ mlir::paged_attn::lowerDecodeV2ToRuntimeCall(RewriterBase &rewriter,
         op, "its function has no runtime context, stream and status "
             "arguments (prepareRuntimeHostFunctions)");
   auto module = op->getParentOfType<ModuleOp>();
-  FailureOr<func::FuncOp> entry =
-      getOrDeclareEntry(rewriter, module, op.getLoc());
+  MLIRContext *mctx = rewriter.getContext();
+  Type ptrType = LLVM::LLVMPointerType::get(mctx);
+  Type i32Type = rewriter.getI32Type(), i64Type = rewriter.getI64Type();
+  FailureOr<func::FuncOp> entry = getOrDeclare(
+      rewriter, module, op.getLoc(), kHostEntryName, entryType(mctx));
   if (failed(entry))
     return failure();
+  if (failed(checkHostBuffers(op, [](const Twine &) {})))
+    return rewriter.notifyMatchFailure(op, "host-allocated buffers");
+  SmallVector<memref::AllocOp> hostAllocs;
+  for (Value w : {op.getExpSums(), op.getMaxLogits(), op.getTmpOutput()})
+    if (memref::AllocOp alloc = hostWorkspaceAlloc(op, w))
+      hostAllocs.push_back(alloc);
+  func::FuncOp allocEntry, freeEntry;
+  if (!hostAllocs.empty()) {
+    FailureOr<func::FuncOp> a = getOrDeclare(
+        rewriter, module, op.getLoc(), kHostAllocName,
+        FunctionType::get(mctx, {ptrType, ptrType, i64Type, ptrType},
+                          {ptrType}));
+    FailureOr<func::FuncOp> f = getOrDeclare(
+        rewriter, module, op.getLoc(), kHostFreeName,
+        FunctionType::get(mctx, {ptrType, ptrType, ptrType, ptrType},
+                          {i32Type}));
+    if (failed(a) || failed(f))
+      return failure();
+    allocEntry = *a;
+    freeEntry = *f;
+  }
 
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
-  Type ptrType = LLVM::LLVMPointerType::get(rewriter.getContext());
   auto i32 = [&](int64_t v) -> Value {
     return arith::ConstantIntOp::create(rewriter, loc, v, 32);
   };
   auto f32 = [&](float v) -> Value {
     return arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(v));
   };
+  // A size as index: static, the size a host workspace allocation was
+  // given (the allocation goes), or memref.dim.
+  auto dimIndex = [&](Value memref, int64_t i) -> Value {
+    auto type = cast<MemRefType>(memref.getType());
+    if (!type.isDynamicDim(i))
+      return arith::ConstantIndexOp::create(rewriter, loc, type.getDimSize(i));
+    if (auto alloc = memref.getDefiningOp<memref::AllocOp>())
+      return alloc.getDynamicSizes()[type.getDynamicDimIndex(i)];
+    return memref::DimOp::create(rewriter, loc, memref, i);
+  };
   auto dimI32 = [&](Value memref, int64_t i) -> Value {
     auto type = cast<MemRefType>(memref.getType());
     if (!type.isDynamicDim(i))
       return i32(type.getDimSize(i));
-    Value d = memref::DimOp::create(rewriter, loc, memref, i);
-    return arith::IndexCastOp::create(rewriter, loc, rewriter.getI32Type(), d);
+    return arith::IndexCastOp::create(rewriter, loc, i32Type,
+                                      dimIndex(memref, i));
   };
+  // Host workspace allocations become device memory on the stream:
+  //   %p = func.call @pa_host_alloc(%ctx, %stream, %bytes, %status)
+  // and, after the call, func.call @pa_host_free(%ctx, %stream, %p, %status).
+  DenseMap<Value, Value> devicePointers;
+  for (memref::AllocOp alloc : hostAllocs) {
+    MemRefType type = alloc.getType();
+    Value bytes = arith::ConstantIndexOp::create(
+        rewriter, loc, type.getElementTypeBitWidth() / 8);
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      bytes = arith::MulIOp::create(rewriter, loc, bytes,
+                                    dimIndex(alloc, i));
+    Value bytes64 = arith::IndexCastOp::create(rewriter, loc, i64Type, bytes);
+    devicePointers[alloc] =
+        func::CallOp::create(rewriter, loc, allocEntry,
+                             ValueRange{context, stream, bytes64, status})
+            .getResult(0);
+  }
   // The device address a memref holds (identity layout: offset 0).
   auto pointer = [&](Value memref) -> Value {
     if (!memref)
       return LLVM::ZeroOp::create(rewriter, loc, ptrType);
+    if (Value device = devicePointers.lookup(memref))
+      return device;
     Value index =
         memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, memref);
     Value i64 = arith::IndexCastOp::create(rewriter, loc,
@@ -237,8 +328,7 @@ mlir::paged_attn::lowerDecodeV2ToRuntimeCall(RewriterBase &rewriter,
   // Without max_seq_len: 0, the runtime's fixed-grid mode.
   in.max_seq_len = op.getMaxSeqLen()
                        ? Value(arith::IndexCastOp::create(
-                             rewriter, loc, rewriter.getI32Type(),
-                             op.getMaxSeqLen()))
+                             rewriter, loc, i32Type, op.getMaxSeqLen()))
                        : i32(0);
   in.scale = arith::ConstantOp::create(rewriter, loc, op.getScaleAttr());
   in.query = pointer(op.getQuery());
@@ -275,6 +365,12 @@ mlir::paged_attn::lowerDecodeV2ToRuntimeCall(RewriterBase &rewriter,
                               << " for parameter " << i << " of "
                               << kHostEntryName;
   func::CallOp::create(rewriter, loc, *entry, operands);
+  for (memref::AllocOp alloc : hostAllocs)
+    func::CallOp::create(
+        rewriter, loc, freeEntry,
+        ValueRange{context, stream, devicePointers.lookup(alloc), status});
   rewriter.eraseOp(op);
+  for (memref::AllocOp alloc : hostAllocs)
+    rewriter.eraseOp(alloc);
   return success();
 }

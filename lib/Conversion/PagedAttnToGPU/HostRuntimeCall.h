@@ -20,7 +20,8 @@ namespace mlir::paged_attn {
 /// status arguments (appended as !llvm.ptr with kHostArgAttrName, unless
 /// the function has them already) and the C interface attribute. Fails,
 /// with an error, on a function the module calls (its callers would not
-/// pass them) or a decode_v2 outside a func.func.
+/// pass them), a decode_v2 outside a func.func, or one whose output or
+/// shared workspace bufferization allocated on the host.
 LogicalResult prepareRuntimeHostFunctions(ModuleOp module);
 
 /// Replaces memref-form `op` with `func.call @pa_host_decode_v2` on its

@@ -201,6 +201,21 @@ int32_t pa_host_decode_v2(
     int32_t kv_cache_dtype, float k_scale, float v_scale, void *k_scale_ptr,
     void *v_scale_ptr, pa_status *status);
 
+/// Stream-ordered device memory for compiled host code: the workspace the
+/// tensor form of decode_v2 leaves to the compiler (docs/design.md). `bytes`
+/// on `stream` (cuMemAllocAsync, in the context's device; usable by work
+/// queued on `stream` after it, and capturable in a CUDA graph). Returns
+/// null on an error, written to `status` (may be null) like
+/// pa_host_decode_v2, or when `status` already holds one. pa_decode_v2 and
+/// pa_host_decode_v2 themselves never allocate.
+void *pa_host_alloc(pa_context *ctx, CUstream stream, int64_t bytes,
+                    pa_status *status);
+/// Frees `ptr` (from pa_host_alloc) on `stream` once the work queued before
+/// it is done (cuMemFreeAsync). Frees even when `status` holds an error (the
+/// error stays); null is a no-op. Returns the code.
+int32_t pa_host_free(pa_context *ctx, CUstream stream, void *ptr,
+                     pa_status *status);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

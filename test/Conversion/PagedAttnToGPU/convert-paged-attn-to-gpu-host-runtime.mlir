@@ -110,3 +110,50 @@ func.func @marked(%ctx: !llvm.ptr {paged_attn.host_arg = "context"},
       {scale = 0.088 : f32}
   return
 }
+
+// -----
+
+// The tensor form's workspace after bufferization: host allocations used by
+// the op alone. They become stream-ordered device memory around the call,
+// sized from the allocations' own sizes (bytes = element size x dims).
+
+// CHECK-DAG: func.func private @pa_host_alloc(!llvm.ptr, !llvm.ptr, i64, !llvm.ptr) -> !llvm.ptr
+// CHECK-DAG: func.func private @pa_host_free(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+// CHECK-LABEL: func.func @workspace(
+// CHECK-SAME: %[[N:[^:]*]]: index, %[[P:[^:]*]]: index,
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr {paged_attn.host_arg = "context"}, %[[STREAM:[^:]*]]: !llvm.ptr {paged_attn.host_arg = "stream"}, %[[STATUS:[^:]*]]: !llvm.ptr {paged_attn.host_arg = "status"})
+// CHECK-NOT: memref.alloc
+// CHECK: %[[C4:.*]] = arith.constant 4 : index
+// CHECK: %[[B0:.*]] = arith.muli %[[C4]], %[[N]] : index
+// CHECK: %[[B1:.*]] = arith.muli %[[B0]], %{{.*}} : index
+// CHECK: %[[B2:.*]] = arith.muli %[[B1]], %[[P]] : index
+// CHECK: %[[BYTES:.*]] = arith.index_cast %[[B2]] : index to i64
+// CHECK: %[[ES:.*]] = call @pa_host_alloc(%[[CTX]], %[[STREAM]], %[[BYTES]], %[[STATUS]])
+// CHECK: %[[ML:.*]] = call @pa_host_alloc(%[[CTX]], %[[STREAM]], %[[BYTES]], %[[STATUS]])
+// CHECK: %[[C128:.*]] = arith.constant 128 : index
+// CHECK: %[[TB:.*]] = arith.muli %[[B2]], %[[C128]] : index
+// CHECK: %[[TB64:.*]] = arith.index_cast %[[TB]] : index to i64
+// CHECK: %[[TMP:.*]] = call @pa_host_alloc(%[[CTX]], %[[STREAM]], %[[TB64]], %[[STATUS]])
+// max_num_partitions is the allocation's size, not a memref.dim of it.
+// CHECK: %[[P32:.*]] = arith.index_cast %[[P]] : index to i32
+// CHECK: call @pa_host_decode_v2(%[[CTX]], %[[STREAM]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[P32]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ES]], %[[ML]], %[[TMP]],
+// CHECK-NEXT: call @pa_host_free(%[[CTX]], %[[STREAM]], %[[ES]], %[[STATUS]])
+// CHECK-NEXT: call @pa_host_free(%[[CTX]], %[[STREAM]], %[[ML]], %[[STATUS]])
+// CHECK-NEXT: call @pa_host_free(%[[CTX]], %[[STREAM]], %[[TMP]], %[[STATUS]])
+// CHECK-NEXT: return
+func.func @workspace(%n: index, %p: index,
+                     %q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
+                     %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>,
+                     %sl: memref<?xi32>, %out: memref<?x32x128xf16>) {
+  %es = memref.alloc(%n, %p) : memref<?x32x?xf32>
+  %ml = memref.alloc(%n, %p) : memref<?x32x?xf32>
+  %tmp = memref.alloc(%n, %p) : memref<?x32x?x128xf32>
+  paged_attn.decode_v2
+      ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x16x8xf16>,
+          memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>)
+      outs(%out : memref<?x32x128xf16>)
+      workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>,
+                memref<?x32x?x128xf32>)
+      {scale = 0.088 : f32}
+  return
+}

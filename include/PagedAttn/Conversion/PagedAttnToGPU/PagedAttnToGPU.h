@@ -29,6 +29,10 @@ inline constexpr char kVariantAttrName[] = "paged_attn.variants";
 /// PagedAttnToRuntime/HostABI.def).
 inline constexpr char kHostArgAttrName[] = "paged_attn.host_arg";
 inline constexpr char kHostEntryName[] = "pa_host_decode_v2";
+/// The runtime entries that allocate and free the tensor form's workspace
+/// on the stream.
+inline constexpr char kHostAllocName[] = "pa_host_alloc";
+inline constexpr char kHostFreeName[] = "pa_host_free";
 
 /// Overrides of the kernel planning rule (KernelPlan.cpp); 0 means "rule".
 struct PagedAttnToGPUOptions {
