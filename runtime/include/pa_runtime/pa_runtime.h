@@ -4,8 +4,8 @@
 |* PagedAttention V2 decode on the caller's CUDA stream. Includes only      *|
 |* <cuda.h>; the library never links MLIR or LLVM. All state lives in a     *|
 |* pa_context the caller creates, one per device. No call allocates device  *|
-|* memory, synchronises or reads device memory on the host, so a launch can *|
-|* be captured in a CUDA graph.                                              *|
+|* memory (but pa_host_alloc, for compiled host code), synchronises or reads *|
+|* device memory on the host, so a launch can be captured in a CUDA graph.   *|
 |*                                                                          *|
 \*===----------------------------------------------------------------------===*/
 
