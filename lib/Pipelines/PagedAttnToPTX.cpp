@@ -13,12 +13,17 @@
 #include "PagedAttn/Dialect/PagedAttn/Transforms/Passes.h"
 #include "PagedAttn/Target/Passes.h"
 
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -44,6 +49,10 @@ std::string mlir::paged_attn::minimumPtxFeature(llvm::StringRef chip) {
       .Default("");
 }
 
+static void buildKernelsToPTX(OpPassManager &pm,
+                              const PagedAttnToPTXOptions &options);
+static void buildRuntimeHostToLLVM(OpPassManager &pm);
+
 void mlir::paged_attn::buildPagedAttnToPTXPipeline(
     OpPassManager &pm, const PagedAttnToPTXOptions &options) {
   // Tensor form -> memref form, workspace allocated where none was given.
@@ -61,10 +70,20 @@ void mlir::paged_attn::buildPagedAttnToPTXPipeline(
   convert.chip = options.chip;
   convert.kernel = options.kernel;
   convert.simtPieceBytes = options.simtPieceBytes;
+  convert.host = options.host;
   pm.addPass(createConvertPagedAttnToGPU(convert));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  bool runtimeHost = options.host == "runtime";
+  if (!runtimeHost || !options.exportDir.empty())
+    buildKernelsToPTX(pm, options);
+  if (runtimeHost)
+    buildRuntimeHostToLLVM(pm);
+}
 
+/// The kernels to PTX in gpu.binary ops, and the bundles if asked.
+static void buildKernelsToPTX(OpPassManager &pm,
+                              const PagedAttnToPTXOptions &options) {
   // Device code -> NVVM, with bare pointers for the kernel parameters.
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   device.addPass(createSCFToControlFlowPass());
@@ -95,6 +114,20 @@ void mlir::paged_attn::buildPagedAttnToPTXPipeline(
   }
 }
 
+/// host=runtime: the kernels are in the bundles; the host code (runtime
+/// calls, memref plumbing) goes to the LLVM dialect, ready for
+/// mlir-translate --mlir-to-llvmir.
+static void buildRuntimeHostToLLVM(OpPassManager &pm) {
+  pm.addPass(createPagedAttnStripKernels());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
 void mlir::paged_attn::registerPagedAttnPipelines() {
   // PassPipelineRegistration's own builder cannot refuse options; this one
   // refuses a wide-twin-of that nothing would write.
@@ -111,6 +144,10 @@ void mlir::paged_attn::registerPagedAttnPipelines() {
         if (!options.wideTwinOf.empty() && options.exportDir.empty())
           return errorHandler("paged-attn-to-ptx: wide-twin-of declares the "
                               "exported bundles twins; it needs export-dir");
+        if (options.host != "launch" && options.host != "runtime")
+          return errorHandler("paged-attn-to-ptx: host must be launch or "
+                              "runtime, got '" +
+                              options.host + "'");
         if (!options.ptxas.empty() && options.exportDir.empty())
           return errorHandler("paged-attn-to-ptx: ptxas assembles the "
                               "exported bundles; it needs export-dir");

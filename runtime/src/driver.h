@@ -35,7 +35,9 @@ namespace pa {
   X(cuFuncGetAttribute)                                                        \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                               \
   X(cuLaunchKernel)                                                             \
-  X(cuStreamIsCapturing)
+  X(cuStreamIsCapturing)                                                       \
+  X(cuMemAllocAsync)                                                           \
+  X(cuMemFreeAsync)
 
 struct DriverApi {
   /// dlopen handle; null when no driver is loaded.

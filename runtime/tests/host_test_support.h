@@ -352,6 +352,7 @@ void argumentTests();
 void planTests();
 void marshalTests();
 void lazyLoadingTests();
+void hostEntryTests();
 
 } // namespace pa_test
 

@@ -375,6 +375,7 @@ int main() {
   statusAndDriverTests();
   loadingTests();
   lazyLoadingTests();
+  hostEntryTests();
 
   cleanup();
   std::printf("%d passed, %d failed\n", harness.passed, harness.failed);

@@ -10,6 +10,9 @@ namespace mlir {
 namespace arith {
 class ArithDialect;
 } // namespace arith
+namespace func {
+class FuncDialect;
+} // namespace func
 namespace gpu {
 class GPUDialect;
 } // namespace gpu

@@ -47,6 +47,28 @@ def ConvertPagedAttnToGPU : Pass<"convert-paged-attn-to-gpu", "ModuleOp"> {
 
     The kernels take bare pointers (flattened 1-D memrefs): lower them with
     `convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1}`.
+
+    With `host=runtime` the kernels are built the same way (for export),
+    but the host side is a call of the runtime's flat entry
+    `pa_host_decode_v2` (pa_runtime.h; parameters in the order of
+    `PagedAttn/Conversion/PagedAttnToRuntime/HostABI.def`), which picks the
+    variant and launches on the caller's stream. Every function holding a
+    decode_v2 gets three `!llvm.ptr` arguments appended, marked
+    `paged_attn.host_arg` = "context" (a `pa_context *`), "stream" (a
+    `CUstream`) and "status" (a `pa_status *`, or null), unless it has
+    arguments so marked, and `llvm.emit_c_interface`:
+
+    ```mlir
+    func.func @step(%q: memref<?x32x128xf16>, ...,
+                    %ctx: !llvm.ptr {paged_attn.host_arg = "context"},
+                    %stream: !llvm.ptr {paged_attn.host_arg = "stream"},
+                    %status: !llvm.ptr {paged_attn.host_arg = "status"})
+        attributes {llvm.emit_c_interface} {
+      %qp = llvm.inttoptr ... : i64 to !llvm.ptr  // aligned pointer of %q
+      ...
+      %code = func.call @pa_host_decode_v2(%ctx, %stream, %c0_i32, ...,
+                                           %qp, ..., %status) : (...) -> i32
+    ```
   }];
   let options = [
     Option<"headsPerProgram", "heads-per-program", "int64_t", /*default=*/"0",
@@ -65,12 +87,31 @@ def ConvertPagedAttnToGPU : Pass<"convert-paged-attn-to-gpu", "ModuleOp"> {
            "Bytes of a token's key a SIMT lane loads at once (8 or 16; 8 "
            "puts twice the lanes on a token); 0 picks the rule (16). The "
            "variant keeps its name: build a library with one setting">,
+    Option<"host", "host", "std::string", /*default=*/"\"launch\"",
+           "Host side: launch (gpu.launch_func of the kernels) or runtime "
+           "(a call of the runtime's pa_host_decode_v2 on the function's "
+           "context, stream and status arguments)">,
   ];
   let dependentDialects = [
-    "arith::ArithDialect", "gpu::GPUDialect", "LLVM::LLVMDialect",
+    "arith::ArithDialect", "func::FuncDialect", "gpu::GPUDialect",
+    "LLVM::LLVMDialect",
     "NVVM::NVVMDialect",
     "memref::MemRefDialect", "scf::SCFDialect", "vector::VectorDialect"
   ];
+}
+
+def PagedAttnStripKernels : Pass<"paged-attn-strip-kernels", "ModuleOp"> {
+  let summary = "Erase the kernels (gpu.module, gpu.binary) once exported, "
+                "leaving host code that calls the runtime";
+  let description = [{
+    After `convert-paged-attn-to-gpu{host=runtime}` (and the export of the
+    bundles, if wanted) the kernels live in the kernel library the runtime
+    loads; the host code refers to none of them. This erases every
+    `gpu.module` and `gpu.binary`, the `gpu.container_module` attribute and
+    the variant keys, so that the module lowers to LLVM IR and an object
+    like any host code. A `gpu.launch_func` left in the module (host=launch)
+    is an error: its kernels would be gone.
+  }];
 }
 
 #endif // PAGED_ATTN_CONVERSION_PASSES_TD

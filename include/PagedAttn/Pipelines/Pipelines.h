@@ -1,7 +1,8 @@
 //===- Pipelines.h - paged_attn pipelines -----------------------*- C++ -*-===//
 //
 // paged-attn-to-ptx: from a function holding decode_v2 (either form) to PTX
-// in gpu.binary ops, and optionally to bundles on disk.
+// in gpu.binary ops, and optionally to bundles on disk; with host=runtime,
+// to host code in the LLVM dialect that calls the runtime.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +50,13 @@ struct PagedAttnToPTXOptions
       llvm::cl::desc("Key bytes a SIMT lane loads at once (8 or 16); 0: "
                      "the rule"),
       llvm::cl::init(0)};
+  PassOptions::Option<std::string> host{
+      *this, "host",
+      llvm::cl::desc("Host side: launch (gpu.launch_func, the default) or "
+                     "runtime (calls of the runtime's pa_host_decode_v2; the "
+                     "kernels are exported, then erased, and the host code "
+                     "is lowered to the LLVM dialect for mlir-translate)"),
+      llvm::cl::init("launch")};
   PassOptions::Option<std::string> exportDir{
       *this, "export-dir",
       llvm::cl::desc("If set, write each variant's PTX + manifest here"),

@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "HostRuntimeCall.h"
 #include "KernelBuilders.h"
 #include "KernelPlan.h"
 
@@ -189,7 +190,8 @@ LogicalResult checkLowerable(DecodeV2Op op,
   return success();
 }
 
-/// DecodeV2Lowering: memref-form decode_v2 -> launches of its variant.
+/// DecodeV2Lowering: memref-form decode_v2 -> launches of its variant (or,
+/// with host=runtime, its kernels and a runtime call: HostRuntimeCall.cpp).
 struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
   DecodeV2Lowering(MLIRContext *ctx, const PagedAttnToGPUOptions &options)
       : OpRewritePattern(ctx), options(options) {}
@@ -205,6 +207,10 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
     auto top = op->getParentOfType<ModuleOp>();
     gpu::GPUModuleOp mod =
         getOrCreateVariantModule(rewriter, top, *plan, op.getLoc());
+    // host=runtime: the kernels are built (for export), the host side calls
+    // the runtime, which plans the launch itself.
+    if (options.host == "runtime")
+      return lowerDecodeV2ToRuntimeCall(rewriter, op);
     std::string base = plan->name();
     auto kernel = [&](StringRef suffix) {
       return mod.lookupSymbol<gpu::GPUFuncOp>(base + suffix.str());

@@ -2,16 +2,19 @@
 //
 // Assembles the conversion: checks that every decode_v2 can be lowered
 // (reporting why not as an error on the op), then applies the host-launch
-// pattern, which builds each variant's kernels once.
+// pattern, which builds each variant's kernels once. With host=runtime the
+// functions first receive their runtime context, stream and status.
 //
 //===----------------------------------------------------------------------===//
 
+#include "HostRuntimeCall.h"
 #include "KernelPlan.h"
 
 #include "PagedAttn/Conversion/Passes.h"
 #include "PagedAttn/Dialect/PagedAttn/IR/PagedAttn.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -44,6 +47,13 @@ struct ConvertPagedAttnToGPUPass
     options.chip = chip;
     options.kernel = kernel;
     options.simtPieceBytes = simtPieceBytes;
+    options.host = host;
+    if (host != "launch" && host != "runtime") {
+      module.emitError() << "convert-paged-attn-to-gpu: host must be launch "
+                            "or runtime, got '"
+                         << host << "'";
+      return signalPassFailure();
+    }
 
     bool ok = true;
     bool any = false;
@@ -56,6 +66,8 @@ struct ConvertPagedAttnToGPUPass
       return signalPassFailure();
     if (!any)
       return;
+    if (host == "runtime" && failed(prepareRuntimeHostFunctions(module)))
+      return signalPassFailure();
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(&getContext()));
 

@@ -4,8 +4,8 @@
 |* PagedAttention V2 decode on the caller's CUDA stream. Includes only      *|
 |* <cuda.h>; the library never links MLIR or LLVM. All state lives in a     *|
 |* pa_context the caller creates, one per device. No call allocates device  *|
-|* memory, synchronises or reads device memory on the host, so a launch can *|
-|* be captured in a CUDA graph.                                              *|
+|* memory (but pa_host_alloc, for compiled host code), synchronises or reads *|
+|* device memory on the host, so a launch can be captured in a CUDA graph.   *|
 |*                                                                          *|
 \*===----------------------------------------------------------------------===*/
 
@@ -177,6 +177,48 @@ typedef struct pa_library_stats {
 } pa_library_stats;
 pa_status pa_context_library_stats(const pa_context *ctx,
                                    pa_library_stats *out);
+
+/*===-- Compiled host code -------------------------------------------------===*/
+
+/// pa_decode_v2 flattened for host code a compiler generates
+/// (convert-paged-attn-to-runtime; docs/design.md, "Host code to an object"):
+/// one scalar or device pointer per pa_decode_args field, so that generated
+/// code needs no copy of the struct's layout. The order is the table
+/// include/PagedAttn/Conversion/PagedAttnToRuntime/HostABI.def, which the
+/// compiler reads and the runtime checks this prototype against at compile
+/// time. Fields of pa_decode_args not listed here are zero.
+///
+/// `status` may be null. When it is not and already holds an error
+/// (status->code != PA_OK), nothing is launched and that code is returned,
+/// so the first error of a sequence of calls stays for the caller to read;
+/// a new error is written there; a success leaves it as it is. Returns the
+/// call's pa_status_code. Allocates nothing, like pa_decode_v2.
+int32_t pa_host_decode_v2(
+    pa_context *ctx, CUstream stream, int32_t dtype, int32_t tmp_dtype,
+    int32_t num_seqs, int32_t num_heads, int32_t num_kv_heads,
+    int32_t head_size, int32_t block_size, int32_t num_blocks,
+    int32_t max_blocks_per_seq, int32_t max_num_partitions,
+    int32_t partition_size, int32_t max_seq_len, float scale, void *query,
+    void *key_cache, void *value_cache, void *block_tables, void *seq_lens,
+    void *output, void *exp_sums, void *max_logits, void *tmp_output,
+    void *alibi_slopes, int32_t sliding_window, float logits_soft_cap,
+    int32_t kv_cache_dtype, float k_scale, float v_scale, void *k_scale_ptr,
+    void *v_scale_ptr, pa_status *status);
+
+/// Stream-ordered device memory for compiled host code: the workspace the
+/// tensor form of decode_v2 leaves to the compiler (docs/design.md). `bytes`
+/// on `stream` (cuMemAllocAsync, in the context's device; usable by work
+/// queued on `stream` after it, and capturable in a CUDA graph). Returns
+/// null on an error, written to `status` (may be null) like
+/// pa_host_decode_v2, or when `status` already holds one. pa_decode_v2 and
+/// pa_host_decode_v2 themselves never allocate.
+void *pa_host_alloc(pa_context *ctx, CUstream stream, int64_t bytes,
+                    pa_status *status);
+/// Frees `ptr` (from pa_host_alloc) on `stream` once the work queued before
+/// it is done (cuMemFreeAsync). Frees even when `status` holds an error (the
+/// error stays); null is a no-op. Returns the code.
+int32_t pa_host_free(pa_context *ctx, CUstream stream, void *ptr,
+                     pa_status *status);
 
 #ifdef __cplusplus
 } /* extern "C" */

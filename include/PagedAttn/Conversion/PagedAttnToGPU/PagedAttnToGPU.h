@@ -23,6 +23,17 @@ namespace mlir::paged_attn {
 /// variant name; each variant's gpu.module carries its own as "paged_attn.variant".
 inline constexpr char kVariantAttrName[] = "paged_attn.variants";
 
+/// With host=runtime: the argument attribute naming a host function's
+/// runtime arguments ("context", "stream", "status"), and the runtime entry
+/// the lowered host code calls (pa_runtime.h; its parameters:
+/// PagedAttnToRuntime/HostABI.def).
+inline constexpr char kHostArgAttrName[] = "paged_attn.host_arg";
+inline constexpr char kHostEntryName[] = "pa_host_decode_v2";
+/// The runtime entries that allocate and free the tensor form's workspace
+/// on the stream.
+inline constexpr char kHostAllocName[] = "pa_host_alloc";
+inline constexpr char kHostFreeName[] = "pa_host_free";
+
 /// Overrides of the kernel planning rule (KernelPlan.cpp); 0 means "rule".
 struct PagedAttnToGPUOptions {
   int64_t headsPerProgram = 0;
@@ -34,6 +45,9 @@ struct PagedAttnToGPUOptions {
   std::string kernel = "auto";
   /// Bytes of a key piece of the SIMT kernel (8 or 16); 0: the rule.
   int64_t simtPieceBytes = 0;
+  /// The host side: "launch" (gpu.launch_func) or "runtime" (a call of
+  /// pa_host_decode_v2 on the function's context, stream and status).
+  std::string host = "launch";
 };
 
 /// Adds the pattern that lowers decode_v2 (memref form) to gpu.launch_func
