@@ -184,7 +184,8 @@ def run_config(name, cfg, dtype, seed_fn, copy_tbs, rows, seed):
 
 def sweep(dtype, copy_tbs, rows, max_gb):
     """The partition rule across batch x context x group (head size 128,
-    block 16): TB/s and % of the copy bandwidth of each point."""
+    block 16): TB/s, % of the copy bandwidth and % of the read ceiling of
+    each point."""
     print(f"\n{'seqs':>5} {'len':>7} {'group':>5}  {'TB/s':>7} {'ms':>9} {'% copy':>6} "
           f"{'% read':>6}")
     for group in (1, 4, 8):
