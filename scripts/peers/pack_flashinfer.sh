@@ -24,7 +24,10 @@
 #            to generate its sources; no GPU needed); flashinfer, tvm-ffi and
 #            the rest of its import are installed into build-peers/py for it
 #            (default python3)
-#   default modules: fp16 and bf16 queries and caches, head sizes 64/128/256.
+#   default modules (no options): the decode kernel for fp16 and bf16 x head
+#   sizes 64/128/256, fp8 e4m3/e5m2 caches at 128, the tensor-core kernel for
+#   fp16 x 64/128/256 (about 40 minutes on 2 cores; modules already in
+#   build-peers/aot are kept).
 set -euo pipefail
 root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
 cd "$root"
@@ -47,13 +50,16 @@ ls "$dl"/typing_extensions-*.whl >/dev/null 2>&1 ||
 # flashinfer and what its import needs, for the builder's own Python (its
 # version, not 3.12); ninja and nvcc (CUDA_HOME, else /usr/local/cuda) from the system.
 if [ ! -d build-peers/py/flashinfer ]; then
-  "$PYTHON" -m pip install -q --no-deps --target build-peers/py \
+  "$PYTHON" -m pip install -q --no-deps --no-warn-conflicts --target build-peers/py \
     "$dl/flashinfer_python-$FI_VERSION-py3-none-any.whl"
-  "$PYTHON" -m pip install -q --target build-peers/py "apache-tvm-ffi==$TVM_FFI_VERSION" \
+  "$PYTHON" -m pip install -q --no-warn-conflicts --target build-peers/py \
+    "apache-tvm-ffi==$TVM_FFI_VERSION" \
     tqdm requests packaging nvidia-ml-py
 fi
+args=("$@")
+[ $# -gt 0 ] || args=(--tensor-cores --fp8-heads 128)
 PYTHONPATH="$root/build-peers/py${PYTHONPATH:+:$PYTHONPATH}" \
-  "$PYTHON" scripts/peers/build_flashinfer_aot.py build-peers "$@"
+  "$PYTHON" scripts/peers/build_flashinfer_aot.py build-peers "${args[@]}"
 
 stage=build-peers/stage
 rm -rf "$stage" && mkdir -p "$stage"
