@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """paged_attn's benchmark: ours against dense SDPA (and the seed's Triton
 kernel where triton and the seed file are present), on vLLM's paged layouts,
-in one run on the same inputs. Prints TB/s, ms and % of the device-to-device
-copy bandwidth measured first; every implementation is checked against a
-float32 reference before it is timed.
+in one run on the same inputs. Prints TB/s, ms, % of the device-to-device
+copy bandwidth measured first and % of the read ceiling: a kernel that only
+reads as many bytes as the config's K and V (scripts/ceiling.py); every
+implementation is checked against a float32 reference before it is timed.
 
 Usage (a CUDA GPU with torch; PYTHONPATH=runtime/python, PA_KERNEL_LIBRARY):
   scripts/bench.py                      the standard configs (docs/performance.md)
@@ -28,6 +29,7 @@ import sys
 
 import torch
 
+import ceiling
 from paged_attn import _checks, ops, paged_attention_v2
 
 try:
@@ -62,16 +64,6 @@ def median_ms(fn, rep_ms=200):
         torch.cuda.synchronize()
         times.append(a.elapsed_time(b))
     return sorted(times)[len(times) // 2]
-
-
-def copy_bandwidth():
-    """Device-to-device copy of 2 GiB: (bytes read + written) / time, TB/s."""
-    src = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    t = median_ms(lambda: dst.copy_(src))
-    del src, dst
-    torch.cuda.empty_cache()
-    return 2 * (2 << 30) / t / 1e9
 
 
 def make_case(seqs, heads, kv_heads, d, bs, lens, dtype, seed):
@@ -134,7 +126,8 @@ def run_config(name, cfg, dtype, seed_fn, copy_tbs, rows, seed):
     parts = -(-max_len // 512)
     kv_bytes = sum(lens) * kvh * d * 2 * q.element_size()
     ref = reference(q, kc, vc, bt, sl, scale)
-    row = {"config": name, "kv_GB": kv_bytes / 1e9}
+    read_tbs = ceiling.read_tbs(kv_bytes)
+    row = {"config": name, "kv_GB": kv_bytes / 1e9, "read_ceiling_TBps": read_tbs}
 
     def timed(label, call, out):
         call()
@@ -181,16 +174,20 @@ def run_config(name, cfg, dtype, seed_fn, copy_tbs, rows, seed):
         t = row.get(label + "_ms")
         if t:
             tbs = row["kv_GB"] / t
-            cells.append(f"{label} {tbs:6.3f} TB/s {t:8.4f} ms {100 * tbs / copy_tbs:4.0f}%")
-    print(f"{name:22} {row['kv_GB']:7.3f} GB  " + " | ".join(cells), flush=True)
+            cells.append(f"{label} {tbs:6.3f} TB/s {t:8.4f} ms {100 * tbs / copy_tbs:4.0f}% "
+                         f"{100 * tbs / read_tbs:4.0f}%r")
+    print(f"{name:22} {row['kv_GB']:7.3f} GB read {read_tbs:6.3f}  " + " | ".join(cells),
+          flush=True)
     del q, kc, vc, bt, sl, ref
     torch.cuda.empty_cache()
 
 
 def sweep(dtype, copy_tbs, rows, max_gb):
     """The partition rule across batch x context x group (head size 128,
-    block 16): TB/s and % of the copy bandwidth of each point."""
-    print(f"\n{'seqs':>5} {'len':>7} {'group':>5}  {'TB/s':>7} {'ms':>9} {'% copy':>6}")
+    block 16): TB/s, % of the copy bandwidth and % of the read ceiling of
+    each point."""
+    print(f"\n{'seqs':>5} {'len':>7} {'group':>5}  {'TB/s':>7} {'ms':>9} {'% copy':>6} "
+          f"{'% read':>6}")
     for group in (1, 4, 8):
         kvh = 32 // group
         for seqs in (1, 8, 64, 256):
@@ -208,9 +205,11 @@ def sweep(dtype, copy_tbs, rows, max_gb):
                                                   16, length, None)
                 t = median_ms(call, rep_ms=50)
                 tbs = kv / t / 1e9
-                print(f"{seqs:5} {length:7} {group:5}  {tbs:7.3f} {t:9.4f} {100 * tbs / copy_tbs:6.0f}",
-                      flush=True)
-                rows.append({"seqs": seqs, "len": length, "group": group, "ms": t, "TBps": tbs})
+                read_tbs = ceiling.read_tbs(kv, rep_ms=50)
+                print(f"{seqs:5} {length:7} {group:5}  {tbs:7.3f} {t:9.4f} {100 * tbs / copy_tbs:6.0f}"
+                      f" {100 * tbs / read_tbs:6.0f}", flush=True)
+                rows.append({"seqs": seqs, "len": length, "group": group, "ms": t, "TBps": tbs,
+                             "read_ceiling_TBps": read_tbs})
                 del q, kc, vc, bt, sl, es, ml, tmp
                 torch.cuda.empty_cache()
 
@@ -263,7 +262,8 @@ def fp8(dtype, copy_tbs, rows, names):
     """fp8 KV caches against the 16-bit cache: the same context quantized
     (value = stored * scale), each checked against the float32 reference of
     its own (dequantized) cache, then timed; TB/s counts the bytes read."""
-    print(f"\n{'config':20} {'cache':9} {'ms':>8} {'vs 16-bit':>9} {'TB/s':>7} {'% copy':>6}")
+    print(f"\n{'config':20} {'cache':9} {'ms':>8} {'vs 16-bit':>9} {'TB/s':>7} {'% copy':>6} "
+          f"{'% read':>6}")
     for name in names:
         seqs, heads, kvh, d, bs, spec = CONFIGS[name]
         lens = lengths(spec, seqs, 5)
@@ -307,10 +307,11 @@ def fp8(dtype, copy_tbs, rows, names):
             base = base or t
             nbytes = tokens * (1 if f8 is not None else q.element_size())
             tbs = nbytes / t / 1e9
+            read_tbs = ceiling.read_tbs(nbytes)
             print(f"{name:20} {label:9} {t:8.4f} {t / base:9.3f} {tbs:7.3f} "
-                  f"{100 * tbs / copy_tbs:6.0f}", flush=True)
+                  f"{100 * tbs / copy_tbs:6.0f} {100 * tbs / read_tbs:6.0f}", flush=True)
             rows.append({"config": name, "cache": label, "ms": t, "vs_16bit": t / base,
-                         "TBps": tbs, "err": err})
+                         "TBps": tbs, "err": err, "read_ceiling_TBps": read_tbs})
         del q, kc, vc, bt, sl
         torch.cuda.empty_cache()
 
@@ -399,10 +400,11 @@ def main():
         spec.loader.exec_module(mod)
         seed_fn = mod.paged_attention_v2_triton
     props = torch.cuda.get_device_properties(0)
-    copy_tbs = copy_bandwidth()
+    copy_tbs = ceiling.copy_tbs()
     print(f"# {props.name} sm_{props.major}{props.minor}, {props.multi_processor_count} SMs, "
           f"torch {torch.__version__}, {a.dtype}; device copy {copy_tbs:.2f} TB/s "
-          f"(read + write; % below is of this)")
+          f"(read + write; 'N%' below is of this); 'read' is the read ceiling of the "
+          f"config's K+V bytes, TB/s ('N%r' below is of this; scripts/ceiling.py)")
     rows = []
     if a.sweep:
         sweep(dtype, copy_tbs, rows, a.sweep_max_gb)
