@@ -13,6 +13,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <sys/stat.h>
 #include <unordered_map>
 
 namespace pa {
@@ -172,6 +173,10 @@ bool isPointerParam(ParamId id) {
 // Files
 //===----------------------------------------------------------------------===//
 
+/// The largest manifest, PTX or SASS file read (the library's largest PTX
+/// is about 0.2 MB).
+constexpr uint64_t kMaxFileBytes = uint64_t(256) << 20;
+
 pa_status readFile(const std::string &path, const char *what,
                    std::string &out) {
   out.clear();
@@ -179,9 +184,25 @@ pa_status readFile(const std::string &path, const char *what,
   if (!file)
     return makeStatus(PA_ERROR_IO, "cannot open %s '%s': %s", what,
                       path.c_str(), std::strerror(errno));
+  // Only regular files, and not past kMaxFileBytes: a path that names a
+  // device or a pipe (/dev/zero) would otherwise be read forever.
+  struct stat info;
+  if (fstat(fileno(file), &info) != 0 || !S_ISREG(info.st_mode)) {
+    std::fclose(file);
+    return makeStatus(PA_ERROR_IO, "%s '%s' is not a regular file", what,
+                      path.c_str());
+  }
+  if (uint64_t(info.st_size) > kMaxFileBytes) {
+    std::fclose(file);
+    return makeStatus(PA_ERROR_IO, "%s '%s' has %lld bytes, more than the %llu "
+                      "a bundle file may have",
+                      what, path.c_str(), static_cast<long long>(info.st_size),
+                      static_cast<unsigned long long>(kMaxFileBytes));
+  }
   char chunk[65536];
   size_t n;
-  while ((n = std::fread(chunk, 1, sizeof(chunk), file)) > 0)
+  while (out.size() <= kMaxFileBytes &&
+         (n = std::fread(chunk, 1, sizeof(chunk), file)) > 0)
     out.append(chunk, n);
   bool failed = std::ferror(file);
   int err = errno;

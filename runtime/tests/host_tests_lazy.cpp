@@ -218,6 +218,16 @@ void indexAndFirstUseTests() {
     writeFile(dir + "/" + s.name + ".ptx", "not ptx at all\n");
     CHECK_STATUS(pa_decode_v2(f.ctx, &a, nullptr), PA_ERROR_BUNDLE,
                  "has no .target directive");
+    // A PTX path naming a device is refused, not read forever.
+    std::vector<std::string> lines = manifestLines(s);
+    lines[lineOf(lines, "ptx ") - 1] = "ptx /dev/zero";
+    lines[lineOf(lines, "name ") - 1] = "name dev_zero";
+    std::string zero = dir + "/zero.manifest";
+    writeFile(zero, join(lines));
+    FakeContext g(kH200);
+    CHECK_OK(pa_context_load_bundle(g.ctx, zero.c_str()));
+    CHECK_STATUS(pa_decode_v2(g.ctx, &a, nullptr), PA_ERROR_IO,
+                 "PTX '/dev/zero' is not a regular file");
     writeFile(dir + "/" + s.name + ".ptx", ptxFor("sm_70")); // repaired
     CHECK_OK(pa_decode_v2(f.ctx, &a, nullptr));
     CHECK_EQ(fake.loads.load(), 1);

@@ -37,8 +37,11 @@ def ConvertPagedAttnToGPU : Pass<"convert-paged-attn-to-gpu", "ModuleOp"> {
       the transposed product.
     * `<variant>_onepass`: the same kernel writing the output directly,
       used when one partition covers every context.
-    * `<variant>_reduce`: one warp per (sequence, query head), a one-pass
-      log-sum-exp merge of the partitions, lanes across head_size.
+    * `<variant>_reduce`: the log-sum-exp merge of the partitions; a
+      program of 4 warps serves `ceil(4 / ceil(num_partitions / 8))` query
+      heads of one sequence (a head with up to 8 partitions has one warp,
+      more get two or four), statistics folded per head, then the weighted
+      partial outputs, lanes across head_size (docs/kernels.md).
 
     Host side: with `max_seq_len` the number of partitions is
     `ceil(max_seq_len / partition_size)` and an `scf.if` picks the one-pass
