@@ -23,6 +23,11 @@ else
   "$python" -m venv --system-site-packages --without-pip "$tmp/venv"
   "$python" -m pip --python "$tmp/venv/bin/python" install -q --no-deps --no-index "$wheel"
 fi
+# --system-site-packages gives the base interpreter's packages; where
+# PYTHON is itself a virtual environment (torch installed there), its
+# site-packages are what "the system's torch" means: a .pth names them.
+site="$("$tmp/venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')"
+"$python" -c 'import site; print("\n".join(site.getsitepackages()))' >"$site/_pa_parent_site.pth"
 cp "$here/wheel_smoke.py" "$tmp/"
 echo "wheel: $wheel ($(du -h "$wheel" | cut -f1))"
 cd "$tmp"

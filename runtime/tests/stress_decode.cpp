@@ -113,7 +113,8 @@ struct Workload {
   pa_decode_args args;
   std::vector<double> ref;
   HostTensor output; // host copy; NaN before a checked call
-  DeviceBuffer dq, dk, dv, dbt, dlens, dout, des, dml, dtmp, dalibi, dscales;
+  DeviceBuffer dq, dk, dv, dbt, dlens, dout, des, dml, dtmp, dalibi, dsinks,
+      dscales;
 };
 
 CUresult upload(DeviceBuffer &buf, const void *data, size_t bytes) {
@@ -152,6 +153,8 @@ std::unique_ptr<Workload> prepare(const Case &c, std::string &why) {
   step(w->dtmp, nullptr, partRows * in.headSize * 4);
   if (!in.alibiSlopes.empty())
     step(w->dalibi, in.alibiSlopes.data(), in.alibiSlopes.size() * 4);
+  if (!in.sinks.empty())
+    step(w->dsinks, in.sinks.data(), in.sinks.size() * 4);
   step(w->dscales, scales, sizeof(scales));
   if (r != CUDA_SUCCESS) {
     why = "device buffers: " + driver.name(r);
@@ -168,6 +171,9 @@ std::unique_ptr<Workload> prepare(const Case &c, std::string &why) {
   a.max_logits = w->dml.ptr;
   a.tmp_output = w->dtmp.ptr;
   a.alibi_slopes = w->dalibi.ptr;
+  // baseArgs marks sinks with a stand-in address (it plans only): the real
+  // buffer, as e2e_decode's runCase does.
+  a.sinks = w->dsinks.ptr;
   if (a.k_scale_ptr)
     a.k_scale_ptr = w->dscales.ptr;
   if (a.v_scale_ptr)
