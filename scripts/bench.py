@@ -32,11 +32,6 @@ import torch
 import ceiling
 from paged_attn import _checks, ops, paged_attention_v2
 
-try:
-    import triton
-except ImportError:  # timing falls back to CUDA events
-    triton = None
-
 CONFIGS = {  # name: seqs, heads, kv heads, head size, block size, context ("r" = ragged)
     "mha-b64-L1024": (64, 32, 32, 128, 16, 1024),
     "mha-b64-L4096": (64, 32, 32, 128, 16, 4096),
@@ -51,19 +46,8 @@ CONFIGS = {  # name: seqs, heads, kv heads, head size, block size, context ("r" 
 
 
 def median_ms(fn, rep_ms=200):
-    if triton is not None:
-        return triton.testing.do_bench(fn, warmup=25, rep=rep_ms, return_mode="median")
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(50):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b))
-    return sorted(times)[len(times) // 2]
+    """ceiling.median_ms (do_bench's median, or CUDA events without triton)."""
+    return ceiling.median_ms(fn, rep_ms)
 
 
 def make_case(seqs, heads, kv_heads, d, bs, lens, dtype, seed):
@@ -394,7 +378,7 @@ def main():
     a = ap.parse_args()
     dtype = getattr(torch, a.dtype)
     seed_fn = None
-    if a.seed and triton is not None:
+    if a.seed and ceiling.triton is not None:
         spec = importlib.util.spec_from_file_location("seed_pa_v2", a.seed)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)

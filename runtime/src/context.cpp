@@ -448,14 +448,7 @@ static pa_status variantsServing(const pa_context &ctx,
   VariantKey key = variantKeyOf(args);
   int chosen = selectVariant(ctx.variants, ctx.index, ctx.info, key);
   if (chosen < 0)
-    return makeStatus(PA_ERROR_UNSUPPORTED,
-                      "no indexed variant serves dtype %s, cache_dtype %s, "
-                      "tmp_dtype %s, head_size %d, block_size %d (group "
-                      "size %d)",
-                      dtypeName(key.dtype) ? dtypeName(key.dtype) : "?",
-                      elemTypeName(key.cacheType()) ? elemTypeName(key.cacheType()) : "?",
-                      dtypeName(key.tmpDtype) ? dtypeName(key.tmpDtype) : "?",
-                      key.headSize, key.blockSize, key.groupSize);
+    return unsupported(ctx.variants, key);
   out = {chosen};
   if (ctx.variants[chosen].wideTwin >= 0)
     out.push_back(ctx.variants[chosen].wideTwin);

@@ -402,6 +402,10 @@ public:
   virtual pa_status ensure(int variant) const = 0;
 };
 
+/// PA_ERROR_UNSUPPORTED naming `key` and the loaded bundles.
+pa_status unsupported(const std::vector<BundleDesc> &variants,
+                      const VariantKey &key);
+
 /// The key a call asks for (its dtype, cache type, tmp dtype, sizes and
 /// features); reads only those fields of `args`.
 VariantKey variantKeyOf(const pa_decode_args &args);

@@ -189,8 +189,8 @@ static pa_status evalGrid(const BundleDesc &variant, Role role,
   return okStatus();
 }
 
-static pa_status unsupported(const std::vector<BundleDesc> &variants,
-                             const VariantKey &key) {
+pa_status unsupported(const std::vector<BundleDesc> &variants,
+                      const VariantKey &key) {
   pa_status status = makeStatus(
       PA_ERROR_UNSUPPORTED,
       "no loaded variant serves dtype %s, cache_dtype %s, tmp_dtype %s, "

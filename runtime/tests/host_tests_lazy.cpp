@@ -342,7 +342,7 @@ void captureAndPreloadTests() {
     pa_decode_args bad = validArgs();
     bad.head_size = 96;
     CHECK_STATUS(pa_context_preload(f.ctx, &bad, 1), PA_ERROR_UNSUPPORTED,
-                 "preloading key 0: no indexed variant serves");
+                 "preloading key 0: no loaded variant serves dtype f16");
     bad = validArgs();
     bad.num_kv_heads = 0;
     CHECK_STATUS(pa_context_preload(f.ctx, &bad, 1),

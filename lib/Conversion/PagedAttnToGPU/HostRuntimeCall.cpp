@@ -214,108 +214,83 @@ LogicalResult mlir::paged_attn::prepareRuntimeHostFunctions(ModuleOp module) {
   return success();
 }
 
-LogicalResult
-mlir::paged_attn::lowerDecodeV2ToRuntimeCall(RewriterBase &rewriter,
-                                              DecodeV2Op op) {
-  auto func = op->getParentOfType<func::FuncOp>();
-  Value context = func ? hostArg(func, "context") : nullptr;
-  Value stream = func ? hostArg(func, "stream") : nullptr;
-  Value status = func ? hostArg(func, "status") : nullptr;
-  if (!context || !stream || !status)
-    return rewriter.notifyMatchFailure(
-        op, "its function has no runtime context, stream and status "
-            "arguments (prepareRuntimeHostFunctions)");
-  auto module = op->getParentOfType<ModuleOp>();
-  MLIRContext *mctx = rewriter.getContext();
-  Type ptrType = LLVM::LLVMPointerType::get(mctx);
-  Type i32Type = rewriter.getI32Type(), i64Type = rewriter.getI64Type();
-  FailureOr<func::FuncOp> entry = getOrDeclare(
-      rewriter, module, op.getLoc(), kHostEntryName, entryType(mctx));
-  if (failed(entry))
-    return failure();
-  if (failed(checkHostBuffers(op, [](const Twine &) {})))
-    return rewriter.notifyMatchFailure(op, "host-allocated buffers");
-  SmallVector<memref::AllocOp> hostAllocs;
-  for (Value w : {op.getExpSums(), op.getMaxLogits(), op.getTmpOutput()})
-    if (memref::AllocOp alloc = hostWorkspaceAlloc(op, w))
-      hostAllocs.push_back(alloc);
-  func::FuncOp allocEntry, freeEntry;
-  if (!hostAllocs.empty()) {
-    FailureOr<func::FuncOp> a = getOrDeclare(
-        rewriter, module, op.getLoc(), kHostAllocName,
-        FunctionType::get(mctx, {ptrType, ptrType, i64Type, ptrType},
-                          {ptrType}));
-    FailureOr<func::FuncOp> f = getOrDeclare(
-        rewriter, module, op.getLoc(), kHostFreeName,
-        FunctionType::get(mctx, {ptrType, ptrType, ptrType, ptrType},
-                          {i32Type}));
-    if (failed(a) || failed(f))
-      return failure();
-    allocEntry = *a;
-    freeEntry = *f;
-  }
+namespace {
 
-  Location loc = op.getLoc();
-  rewriter.setInsertionPoint(op);
-  auto i32 = [&](int64_t v) -> Value {
+/// What the rewrite of one decode_v2 builds its IR from.
+struct RuntimeCallBuilder {
+  RewriterBase &rewriter;
+  DecodeV2Op op;
+  Location loc;
+  Value context, stream, status;
+  Type ptrType, i32Type, i64Type;
+  DenseMap<Value, Value> devicePointers; // host workspace alloc -> device
+
+  Value i32(int64_t v) {
     return arith::ConstantIntOp::create(rewriter, loc, v, 32);
-  };
-  auto f32 = [&](float v) -> Value {
-    return arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(v));
-  };
-  // A size as index: static, the size a host workspace allocation was
-  // given (the allocation goes), or memref.dim.
-  auto dimIndex = [&](Value memref, int64_t i) -> Value {
+  }
+  Value f32(float v) {
+    return arith::ConstantOp::create(rewriter, loc,
+                                     rewriter.getF32FloatAttr(v));
+  }
+  /// A size as index: static, the size a host workspace allocation was given
+  /// (the allocation goes), or memref.dim.
+  Value dimIndex(Value memref, int64_t i) {
     auto type = cast<MemRefType>(memref.getType());
     if (!type.isDynamicDim(i))
       return arith::ConstantIndexOp::create(rewriter, loc, type.getDimSize(i));
     if (auto alloc = memref.getDefiningOp<memref::AllocOp>())
       return alloc.getDynamicSizes()[type.getDynamicDimIndex(i)];
     return memref::DimOp::create(rewriter, loc, memref, i);
-  };
-  auto dimI32 = [&](Value memref, int64_t i) -> Value {
+  }
+  Value dimI32(Value memref, int64_t i) {
     auto type = cast<MemRefType>(memref.getType());
     if (!type.isDynamicDim(i))
       return i32(type.getDimSize(i));
     return arith::IndexCastOp::create(rewriter, loc, i32Type,
                                       dimIndex(memref, i));
-  };
-  // Host workspace allocations become device memory on the stream:
-  //   %p = func.call @pa_host_alloc(%ctx, %stream, %bytes, %status)
-  // and, after the call, func.call @pa_host_free(%ctx, %stream, %p, %status).
-  DenseMap<Value, Value> devicePointers;
-  for (memref::AllocOp alloc : hostAllocs) {
-    MemRefType type = alloc.getType();
-    Value bytes = arith::ConstantIndexOp::create(
-        rewriter, loc, type.getElementTypeBitWidth() / 8);
-    for (int64_t i = 0; i < type.getRank(); ++i)
-      bytes = arith::MulIOp::create(rewriter, loc, bytes,
-                                    dimIndex(alloc, i));
-    Value bytes64 = arith::IndexCastOp::create(rewriter, loc, i64Type, bytes);
-    devicePointers[alloc] =
-        func::CallOp::create(rewriter, loc, allocEntry,
-                             ValueRange{context, stream, bytes64, status})
-            .getResult(0);
   }
-  // The device address a memref holds (identity layout: offset 0).
-  auto pointer = [&](Value memref) -> Value {
+  /// The device address a memref holds (identity layout: offset 0); null
+  /// for an absent operand.
+  Value pointer(Value memref) {
     if (!memref)
       return LLVM::ZeroOp::create(rewriter, loc, ptrType);
     if (Value device = devicePointers.lookup(memref))
       return device;
     Value index =
         memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, memref);
-    Value i64 = arith::IndexCastOp::create(rewriter, loc,
-                                           rewriter.getI64Type(), index);
+    Value i64 = arith::IndexCastOp::create(rewriter, loc, i64Type, index);
     return LLVM::IntToPtrOp::create(rewriter, loc, ptrType, i64);
-  };
-  auto elementType = [](Value v) {
-    return cast<ShapedType>(v.getType()).getElementType();
-  };
+  }
 
+  /// Host workspace allocations become device memory on the stream:
+  ///   %p = func.call @pa_host_alloc(%ctx, %stream, %bytes, %status)
+  void allocateOnDevice(ArrayRef<memref::AllocOp> allocs, func::FuncOp entry) {
+    for (memref::AllocOp alloc : allocs) {
+      MemRefType type = alloc.getType();
+      Value bytes = arith::ConstantIndexOp::create(
+          rewriter, loc, type.getElementTypeBitWidth() / 8);
+      for (int64_t i = 0; i < type.getRank(); ++i)
+        bytes = arith::MulIOp::create(rewriter, loc, bytes, dimIndex(alloc, i));
+      Value bytes64 = arith::IndexCastOp::create(rewriter, loc, i64Type, bytes);
+      devicePointers[alloc] =
+          func::CallOp::create(rewriter, loc, entry,
+                               ValueRange{context, stream, bytes64, status})
+              .getResult(0);
+    }
+  }
+
+  /// Every HostABI.def row's value for this op.
+  HostCallOperands operands();
+};
+
+Type elementTypeOf(Value v) {
+  return cast<ShapedType>(v.getType()).getElementType();
+}
+
+HostCallOperands RuntimeCallBuilder::operands() {
   HostCallOperands in;
-  in.dtype = i32(dtypeCode(elementType(op.getQuery())));
-  in.tmp_dtype = i32(dtypeCode(elementType(op.getTmpOutput())));
+  in.dtype = i32(dtypeCode(elementTypeOf(op.getQuery())));
+  in.tmp_dtype = i32(dtypeCode(elementTypeOf(op.getTmpOutput())));
   in.num_seqs = dimI32(op.getQuery(), 0);
   in.num_heads = i32(op.getNumHeads());
   in.num_kv_heads = i32(op.getNumKvHeads());
@@ -344,14 +319,74 @@ mlir::paged_attn::lowerDecodeV2ToRuntimeCall(RewriterBase &rewriter,
   in.sliding_window = i32(op.getSlidingWindow().value_or(0));
   in.logits_soft_cap = f32(
       op.getLogitsSoftCap() ? op.getLogitsSoftCap()->convertToFloat() : 0.0f);
-  in.kv_cache_dtype = i32(cacheCode(elementType(op.getKeyCache())));
+  in.kv_cache_dtype = i32(cacheCode(elementTypeOf(op.getKeyCache())));
   // The op's scales are host values; the device-pointer form is for
   // callers that change them under a captured graph.
   in.k_scale = op.getKScale() ? op.getKScale() : f32(0.0f);
   in.v_scale = op.getVScale() ? op.getVScale() : f32(0.0f);
   in.k_scale_ptr = pointer(nullptr);
   in.v_scale_ptr = pointer(nullptr);
+  in.sinks = pointer(op.getSinks());
+  return in;
+}
 
+/// Declares pa_host_alloc and pa_host_free where the op has host workspace
+/// allocations to move to the device.
+LogicalResult declareWorkspaceEntries(RewriterBase &rewriter, ModuleOp module,
+                                      Location loc, func::FuncOp &allocEntry,
+                                      func::FuncOp &freeEntry) {
+  MLIRContext *mctx = rewriter.getContext();
+  Type ptr = LLVM::LLVMPointerType::get(mctx);
+  FailureOr<func::FuncOp> a = getOrDeclare(
+      rewriter, module, loc, kHostAllocName,
+      FunctionType::get(mctx, {ptr, ptr, rewriter.getI64Type(), ptr}, {ptr}));
+  FailureOr<func::FuncOp> f = getOrDeclare(
+      rewriter, module, loc, kHostFreeName,
+      FunctionType::get(mctx, {ptr, ptr, ptr, ptr}, {rewriter.getI32Type()}));
+  if (failed(a) || failed(f))
+    return failure();
+  allocEntry = *a;
+  freeEntry = *f;
+  return success();
+}
+
+} // namespace
+
+LogicalResult
+mlir::paged_attn::lowerDecodeV2ToRuntimeCall(RewriterBase &rewriter,
+                                              DecodeV2Op op) {
+  auto func = op->getParentOfType<func::FuncOp>();
+  Value context = func ? hostArg(func, "context") : nullptr;
+  Value stream = func ? hostArg(func, "stream") : nullptr;
+  Value status = func ? hostArg(func, "status") : nullptr;
+  if (!context || !stream || !status)
+    return rewriter.notifyMatchFailure(
+        op, "its function has no runtime context, stream and status "
+            "arguments (prepareRuntimeHostFunctions)");
+  auto module = op->getParentOfType<ModuleOp>();
+  MLIRContext *mctx = rewriter.getContext();
+  FailureOr<func::FuncOp> entry = getOrDeclare(
+      rewriter, module, op.getLoc(), kHostEntryName, entryType(mctx));
+  if (failed(entry))
+    return failure();
+  if (failed(checkHostBuffers(op, [](const Twine &) {})))
+    return rewriter.notifyMatchFailure(op, "host-allocated buffers");
+  SmallVector<memref::AllocOp> hostAllocs;
+  for (Value w : {op.getExpSums(), op.getMaxLogits(), op.getTmpOutput()})
+    if (memref::AllocOp alloc = hostWorkspaceAlloc(op, w))
+      hostAllocs.push_back(alloc);
+  func::FuncOp allocEntry, freeEntry;
+  if (!hostAllocs.empty() &&
+      failed(declareWorkspaceEntries(rewriter, module, op.getLoc(), allocEntry,
+                                     freeEntry)))
+    return failure();
+
+  rewriter.setInsertionPoint(op);
+  RuntimeCallBuilder b{rewriter, op, op.getLoc(), context, stream, status,
+                       LLVM::LLVMPointerType::get(mctx), rewriter.getI32Type(),
+                       rewriter.getI64Type(), {}};
+  b.allocateOnDevice(hostAllocs, allocEntry);
+  HostCallOperands in = b.operands();
   SmallVector<Value> operands{context, stream};
 #define PA_HOST_PARAM(name, kind) operands.push_back(in.name);
 #include "PagedAttn/Conversion/PagedAttnToRuntime/HostABI.def"
@@ -364,11 +399,11 @@ mlir::paged_attn::lowerDecodeV2ToRuntimeCall(RewriterBase &rewriter,
       return op.emitOpError() << "internal: no " << expected[i]
                               << " for parameter " << i << " of "
                               << kHostEntryName;
-  func::CallOp::create(rewriter, loc, *entry, operands);
+  func::CallOp::create(rewriter, b.loc, *entry, operands);
   for (memref::AllocOp alloc : hostAllocs)
     func::CallOp::create(
-        rewriter, loc, freeEntry,
-        ValueRange{context, stream, devicePointers.lookup(alloc), status});
+        rewriter, b.loc, freeEntry,
+        ValueRange{context, stream, b.devicePointers.lookup(alloc), status});
   rewriter.eraseOp(op);
   for (memref::AllocOp alloc : hostAllocs)
     rewriter.eraseOp(alloc);

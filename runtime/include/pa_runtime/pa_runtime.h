@@ -203,7 +203,7 @@ int32_t pa_host_decode_v2(
     void *output, void *exp_sums, void *max_logits, void *tmp_output,
     void *alibi_slopes, int32_t sliding_window, float logits_soft_cap,
     int32_t kv_cache_dtype, float k_scale, float v_scale, void *k_scale_ptr,
-    void *v_scale_ptr, pa_status *status);
+    void *v_scale_ptr, void *sinks, pa_status *status);
 
 /// Stream-ordered device memory for compiled host code: the workspace the
 /// tensor form of decode_v2 leaves to the compiler (docs/design.md). `bytes`

@@ -7,10 +7,10 @@
 // block_size, num_blocks, max_blocks_per_seq, max_num_partitions,
 // partition_size, max_seq_len, scale, 9 pointers (query .. tmp_output),
 // alibi_slopes, sliding_window, logits_soft_cap, kv_cache_dtype, k_scale,
-// v_scale, k_scale_ptr, v_scale_ptr; then the status.
+// v_scale, k_scale_ptr, v_scale_ptr, sinks; then the status.
 
 // CHECK-LABEL: module attributes {gpu.container_module
-// CHECK: func.func private @pa_host_decode_v2(!llvm.ptr, !llvm.ptr, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, f32, i32, f32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+// CHECK: func.func private @pa_host_decode_v2(!llvm.ptr, !llvm.ptr, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, f32, i32, f32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
 // The context, stream and status arguments are appended, marked.
 // CHECK-LABEL: func.func @bf16_features(
 // CHECK-SAME: %[[Q:[^:]*]]: memref<?x16x64xbf16>, %[[K:[^:]*]]: memref<?x4x8x32x8xbf16>, %[[V:[^:]*]]: memref<?x4x64x32xbf16>, %[[BT:[^:]*]]: memref<?x?xi32>, %[[SL:[^:]*]]: memref<?xi32>, %[[AL:[^:]*]]: memref<16xf32>, %[[O:[^:]*]]: memref<?x16x64xbf16>, %[[ES:[^:]*]]: memref<?x16x?xf32>, %[[ML:[^:]*]]: memref<?x16x?xf32>, %[[TMP:[^:]*]]: memref<?x16x?x64xbf16>,
@@ -41,7 +41,7 @@
 // CHECK-DAG: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
 // CHECK-DAG: %[[AUTO:.*]] = arith.constant 0 : i32
 // CHECK-DAG: %[[ZEROF:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK: call @pa_host_decode_v2(%[[CTX]], %[[STREAM]], %[[BF16]], %[[BF16]], %[[NSEQ]], %[[H]], %[[KVH]], %[[D]], %[[B]], %{{.*}}, %{{.*}}, %{{.*}}, %[[PS]], %[[AUTO]], %[[SCALE]], %[[QP]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[TP]], %[[ALP]], %[[WIN]], %[[CAP]], %[[AUTO]], %[[ZEROF]], %[[ZEROF]], %[[NULL]], %[[NULL]], %[[STATUS]]) : (!llvm.ptr, !llvm.ptr, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, f32, i32, f32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+// CHECK: call @pa_host_decode_v2(%[[CTX]], %[[STREAM]], %[[BF16]], %[[BF16]], %[[NSEQ]], %[[H]], %[[KVH]], %[[D]], %[[B]], %{{.*}}, %{{.*}}, %{{.*}}, %[[PS]], %[[AUTO]], %[[SCALE]], %[[QP]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[TP]], %[[ALP]], %[[WIN]], %[[CAP]], %[[AUTO]], %[[ZEROF]], %[[ZEROF]], %[[NULL]], %[[NULL]], %[[NULL]], %[[STATUS]]) : (!llvm.ptr, !llvm.ptr, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, f32, i32, f32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
 // CHECK-NEXT: return
 // The variant's kernels, for export.
 // CHECK: gpu.module @pa_bf16_d64_b32
@@ -78,7 +78,7 @@ func.func @bf16_features(%q: memref<?x16x64xbf16>, %kc: memref<?x4x8x32x8xbf16>,
 // CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i32
 // CHECK-DAG: %[[L32:.*]] = arith.index_cast %[[LEN]] : index to i32
 // num_seqs 2, max_num_partitions 1 (static dims), fp8 E4M3 = 1:
-// CHECK: call @pa_host_decode_v2(%[[CTX]], %[[STREAM]], %[[F16]], %[[F32]], %[[F32]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]], %{{.*}}, %[[L32]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[F16]], %{{.*}}, %[[ONE]], %[[KS]], %[[VS]], %{{.*}}, %{{.*}}, %[[STATUS]])
+// CHECK: call @pa_host_decode_v2(%[[CTX]], %[[STREAM]], %[[F16]], %[[F32]], %[[F32]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]], %{{.*}}, %[[L32]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[F16]], %{{.*}}, %[[ONE]], %[[KS]], %[[VS]], %{{.*}}, %{{.*}}, %{{.*}}, %[[STATUS]])
 // CHECK: call @pa_host_decode_v2(%[[CTX]], %[[STREAM]],
 // CHECK-SAME: %[[STATUS]])
 // CHECK: return
@@ -155,5 +155,30 @@ func.func @workspace(%n: index, %p: index,
       workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>,
                 memref<?x32x?x128xf32>)
       {scale = 0.088 : f32}
+  return
+}
+
+// -----
+
+// Attention sinks reach the call as their pointer (HostABI.def's last row),
+// never dropped.
+// CHECK-LABEL: func.func @with_sinks(
+// CHECK: %[[SK:.*]] = memref.extract_aligned_pointer_as_index %arg5
+// CHECK: %[[SKI:.*]] = arith.index_cast %[[SK]] : index to i64
+// CHECK: %[[SKP:.*]] = llvm.inttoptr %[[SKI]] : i64 to !llvm.ptr
+// CHECK: call @pa_host_decode_v2({{.*}}, %[[SKP]], %{{[^,]*}}) :
+func.func @with_sinks(%q: memref<?x16x64xf16>, %kc: memref<?x4x8x16x8xf16>,
+                      %vc: memref<?x4x64x16xf16>, %bt: memref<?x?xi32>,
+                      %sl: memref<?xi32>, %sinks: memref<16xf32>,
+                      %out: memref<?x16x64xf16>, %es: memref<?x16x?xf32>,
+                      %ml: memref<?x16x?xf32>, %tmp: memref<?x16x?x64xf32>) {
+  paged_attn.decode_v2
+      ins(%q, %kc, %vc, %bt, %sl : memref<?x16x64xf16>, memref<?x4x8x16x8xf16>,
+          memref<?x4x64x16xf16>, memref<?x?xi32>, memref<?xi32>)
+      sinks(%sinks : memref<16xf32>)
+      outs(%out : memref<?x16x64xf16>)
+      workspace(%es, %ml, %tmp : memref<?x16x?xf32>, memref<?x16x?xf32>,
+                memref<?x16x?x64xf32>)
+      {scale = 0.125 : f32}
   return
 }
