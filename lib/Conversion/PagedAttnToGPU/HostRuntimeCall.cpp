@@ -223,7 +223,7 @@ struct RuntimeCallBuilder {
   Location loc;
   Value context, stream, status;
   Type ptrType, i32Type, i64Type;
-  DenseMap<Value, Value> devicePointers; // host workspace alloc -> device
+  DenseMap<Value, Value> devicePointers{}; // host workspace alloc -> device
 
   Value i32(int64_t v) {
     return arith::ConstantIntOp::create(rewriter, loc, v, 32);
@@ -384,7 +384,7 @@ mlir::paged_attn::lowerDecodeV2ToRuntimeCall(RewriterBase &rewriter,
   rewriter.setInsertionPoint(op);
   RuntimeCallBuilder b{rewriter, op, op.getLoc(), context, stream, status,
                        LLVM::LLVMPointerType::get(mctx), rewriter.getI32Type(),
-                       rewriter.getI64Type(), {}};
+                       rewriter.getI64Type()};
   b.allocateOnDevice(hostAllocs, allocEntry);
   HostCallOperands in = b.operands();
   SmallVector<Value> operands{context, stream};
