@@ -427,7 +427,7 @@ func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref
 
 // Workspace: num_seqs.
 func.func @f(%q: memref<4x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<2x32x?x128xf32>) {
-  // expected-error @+1 {{tmp_output dim 0 (2) must equal query dim 0 (4): both are num_seqs}}
+  // expected-error @+1 {{tmp_output dim 0 (2) must equal query dim 0 (4): both are query rows}}
   paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<4x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<2x32x?x128xf32>) {scale = 0.0883883461 : f32}
   return
 }
@@ -464,7 +464,7 @@ func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref
 // Workspace: exp_sums, max_logits and tmp_output come together.
 func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>) {
   // expected-error @+1 {{workspace must hold exp_sums, max_logits and tmp_output together}}
-  "paged_attn.decode_v2"(%q, %kc, %vc, %bt, %sl, %out, %es) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0>, scale = 1.0 : f32}> : (memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>, memref<?x32x128xf16>, memref<?x32x?xf32>) -> ()
+  "paged_attn.decode_v2"(%q, %kc, %vc, %bt, %sl, %out, %es) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0>, scale = 1.0 : f32}> : (memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>, memref<?x32x128xf16>, memref<?x32x?xf32>) -> ()
   return
 }
 
@@ -492,5 +492,61 @@ func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref
 func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>) {
   // expected-error @+1 {{logits_soft_cap (-3.000000e+01) must be finite and positive}}
   paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32, logits_soft_cap = -30.0 : f32}
+  return
+}
+
+// -----
+
+// query_start_loc is rank 1: [num_seqs + 1].
+func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %qsl: memref<?x1xi32>, %n: index, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>) {
+  // expected-error @+1 {{query_start_loc must have rank 1 ([num_seqs + 1]), got rank 2}}
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>) query_start_loc(%qsl, %n : memref<?x1xi32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32}
+  return
+}
+
+// -----
+
+// query_start_loc holds i32 offsets.
+func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %qsl: memref<?xi64>, %n: index, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>) {
+  // expected-error @+1 {{query_start_loc element type must be i32, got 'i64'}}
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>) query_start_loc(%qsl, %n : memref<?xi64>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32}
+  return
+}
+
+// -----
+
+// query_start_loc has num_seqs + 1 entries.
+func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<3x?xi32>, %sl: memref<?xi32>, %qsl: memref<3xi32>, %n: index, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>) {
+  // expected-error @+1 {{query_start_loc dim 0 (3) must be num_seqs + 1 (block_tables dim 0 + 1 = 4)}}
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<3x?xi32>, memref<?xi32>) query_start_loc(%qsl, %n : memref<3xi32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32}
+  return
+}
+
+// -----
+
+// max_query_len, when a constant, is 1 to 16.
+func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %qsl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>) {
+  %c17 = arith.constant 17 : index
+  // expected-error @+1 {{max_query_len (17) must be in [1, 16]}}
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>) query_start_loc(%qsl, %c17 : memref<?xi32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32}
+  return
+}
+
+// -----
+
+// With query_start_loc, seq_lens still has one entry per sequence (a row of
+// block_tables).
+func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<3x?xi32>, %sl: memref<5xi32>, %qsl: memref<?xi32>, %n: index, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>) {
+  // expected-error @+1 {{seq_lens dim 0 (5) must equal block_tables dim 0 (3): both are num_seqs}}
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<3x?xi32>, memref<5xi32>) query_start_loc(%qsl, %n : memref<?xi32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32}
+  return
+}
+
+// -----
+
+// query_start_loc comes with max_query_len (the generic form can split them).
+func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %qsl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>) {
+  // expected-error @+1 {{query_start_loc and max_query_len come together}}
+  "paged_attn.decode_v2"(%q, %kc, %vc, %bt, %sl, %qsl, %out, %es, %ml, %tmp) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0, 0, 1, 1, 1, 1>, scale = 1.0 : f32}> : (memref<?x32x128xf16>, memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>, memref<?xi32>, memref<?x32x128xf16>, memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) -> ()
   return
 }

@@ -107,3 +107,42 @@ func.func @sinks(%q: tensor<?x32x128xf16>, %kc: tensor<?x8x16x16x8xf16>,
       -> tensor<?x32x128xf16>
   return %r : tensor<?x32x128xf16>
 }
+
+// Several query tokens per sequence (speculative decoding): query_start_loc
+// and max_query_len split the query rows; every other feature composes.
+// CHECK-LABEL: func.func @multi_token
+// CHECK: paged_attn.decode_v2
+// CHECK-SAME: sinks(%{{.*}} : tensor<32xf32>) query_start_loc(%{{.*}}, %{{.*}} : tensor<?xi32>) max_seq_len
+func.func @multi_token(%q: tensor<?x32x128xf16>, %kc: tensor<?x8x16x16x8xf16>,
+    %vc: tensor<?x8x128x16xf16>, %bt: tensor<?x?xi32>, %sl: tensor<?xi32>,
+    %sinks: tensor<32xf32>, %qsl: tensor<?xi32>, %qlen: index, %len: index,
+    %out: tensor<?x32x128xf16>) -> tensor<?x32x128xf16> {
+  %r = paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl
+      : tensor<?x32x128xf16>, tensor<?x8x16x16x8xf16>, tensor<?x8x128x16xf16>,
+        tensor<?x?xi32>, tensor<?xi32>)
+      sinks(%sinks : tensor<32xf32>)
+      query_start_loc(%qsl, %qlen : tensor<?xi32>)
+      max_seq_len(%len)
+      outs(%out : tensor<?x32x128xf16>)
+      {scale = 0.0883883461 : f32, sliding_window = 128 : i64}
+      -> tensor<?x32x128xf16>
+  return %r : tensor<?x32x128xf16>
+}
+
+// With several query tokens the query's rows (7 tokens) need not match the
+// sequences (3); query_start_loc has num_seqs + 1 entries.
+// CHECK-LABEL: func.func @multi_token_static
+// CHECK: query_start_loc(%{{.*}}, %{{.*}} : memref<4xi32>)
+func.func @multi_token_static(%q: memref<7x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
+    %vc: memref<?x8x128x16xf16>, %bt: memref<3x?xi32>, %sl: memref<3xi32>,
+    %qsl: memref<4xi32>, %out: memref<7x32x128xf16>, %es: memref<7x32x?xf32>,
+    %ml: memref<7x32x?xf32>, %tmp: memref<7x32x?x128xf32>) {
+  %c4 = arith.constant 4 : index
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<7x32x128xf16>,
+      memref<?x8x16x16x8xf16>, memref<?x8x128x16xf16>, memref<3x?xi32>, memref<3xi32>)
+      query_start_loc(%qsl, %c4 : memref<4xi32>)
+      outs(%out : memref<7x32x128xf16>)
+      workspace(%es, %ml, %tmp : memref<7x32x?xf32>, memref<7x32x?xf32>, memref<7x32x?x128xf32>)
+      {scale = 0.0883883461 : f32}
+  return
+}

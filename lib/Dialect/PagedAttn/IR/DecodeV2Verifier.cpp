@@ -12,6 +12,7 @@
 #include "PagedAttn/Dialect/PagedAttn/IR/Limits.h"
 #include "PagedAttn/Dialect/PagedAttn/IR/PagedAttn.h"
 
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "llvm/ADT/StringExtras.h"
 #include <cmath>
 
@@ -171,8 +172,13 @@ LogicalResult verifyShapes(DecodeV2Op op, Operand q, Operand k, Operand v,
       failed(checkSameDim(op, k, 1, v, 1, "num_kv_heads")) ||
       failed(checkSameDim(op, k, 3, v, 3, "block_size")) ||
       failed(checkSameDim(op, k, 0, v, 0, "num_blocks")) ||
-      failed(checkSameDim(op, bt, 0, q, 0, "num_seqs")) ||
-      failed(checkSameDim(op, sl, 0, q, 0, "num_seqs")))
+      failed(checkSameDim(op, sl, 0, bt, 0, "num_seqs")))
+    return failure();
+  // One query token per sequence unless query_start_loc splits the rows
+  // (verifyQueryStartLoc).
+  if (!op.getQueryStartLoc() &&
+      (failed(checkSameDim(op, bt, 0, q, 0, "num_seqs")) ||
+       failed(checkSameDim(op, sl, 0, q, 0, "num_seqs"))))
     return failure();
   for (unsigned i = 0; i < 3; ++i)
     if (!out.type.isDynamicDim(i) && !q.type.isDynamicDim(i) &&
@@ -238,6 +244,34 @@ LogicalResult verifyPerHead(DecodeV2Op op, Operand q, StringRef name,
   return checkSameDim(op, a, 0, q, 1, "num_heads");
 }
 
+/// Several query tokens per sequence: query_start_loc is i32
+/// [num_seqs + 1] and comes with max_query_len, in [1, kMaxQueryLen] when
+/// it is a constant.
+LogicalResult verifyQueryStartLoc(DecodeV2Op op, Operand bt) {
+  Value qsl = op.getQueryStartLoc();
+  if (static_cast<bool>(qsl) != static_cast<bool>(op.getMaxQueryLen()))
+    return op.emitOpError("query_start_loc and max_query_len come together");
+  if (!qsl)
+    return success();
+  Operand a{"query_start_loc", cast<ShapedType>(qsl.getType())};
+  if (failed(checkRank(op, a, 1, "[num_seqs + 1]")))
+    return failure();
+  if (!a.type.getElementType().isSignlessInteger(32))
+    return op.emitOpError("query_start_loc element type must be i32, got ")
+           << a.type.getElementType();
+  int64_t n = a.type.getDimSize(0), seqs = bt.type.getDimSize(0);
+  if (!ShapedType::isDynamic(n) && !ShapedType::isDynamic(seqs) &&
+      n != seqs + 1)
+    return op.emitOpError("query_start_loc dim 0 (")
+           << n << ") must be num_seqs + 1 (block_tables dim 0 + 1 = "
+           << seqs + 1 << ")";
+  if (std::optional<int64_t> len = getConstantIntValue(op.getMaxQueryLen());
+      len && (*len < 1 || *len > kMaxQueryLen))
+    return op.emitOpError("max_query_len (")
+           << *len << ") must be in [1, " << kMaxQueryLen << "]";
+  return success();
+}
+
 LogicalResult verifyWorkspace(DecodeV2Op op, Operand q) {
   if (!op.hasWorkspace())
     return success();
@@ -260,7 +294,7 @@ LogicalResult verifyWorkspace(DecodeV2Op op, Operand q) {
     return op.emitOpError("tmp_output element type must be f32 or query's (")
            << q.type.getElementType() << "), got " << tt;
   for (Operand w : {es, ml, tmp})
-    if (failed(checkSameDim(op, w, 0, q, 0, "num_seqs")) ||
+    if (failed(checkSameDim(op, w, 0, q, 0, "query rows")) ||
         failed(checkSameDim(op, w, 1, q, 1, "num_heads")))
       return failure();
   if (failed(checkSameDim(op, ml, 2, es, 2, "max_num_partitions")) ||
@@ -287,6 +321,7 @@ LogicalResult DecodeV2Op::verify() {
       failed(verifySupported(*this, q, k)) ||
       failed(verifyPerHead(*this, q, "alibi_slopes", getAlibiSlopes())) ||
       failed(verifyPerHead(*this, q, "sinks", getSinks())) ||
+      failed(verifyQueryStartLoc(*this, bt)) ||
       failed(verifyWorkspace(*this, q)))
     return failure();
   return success();

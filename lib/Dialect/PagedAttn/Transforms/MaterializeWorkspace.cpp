@@ -52,6 +52,7 @@ void materialize(DecodeV2Op op) {
                     .getResult();
   }
 
+  // One row per query token (per sequence without query_start_loc).
   OpFoldResult seqs = dimOf(b, loc, op.getQuery(), 0);
   OpFoldResult heads = b.getIndexAttr(op.getNumHeads());
   OpFoldResult headSize = b.getIndexAttr(op.getHeadSize());
@@ -66,7 +67,8 @@ void materialize(DecodeV2Op op) {
   auto newOp = DecodeV2Op::create(
       b, loc, resultTypes, op.getQuery(), op.getKeyCache(),
       op.getValueCache(), op.getBlockTables(), op.getSeqLens(),
-      op.getAlibiSlopes(), op.getSinks(), op.getKScale(), op.getVScale(), op.getMaxSeqLen(),
+      op.getAlibiSlopes(), op.getSinks(), op.getQueryStartLoc(),
+      op.getMaxQueryLen(), op.getKScale(), op.getVScale(), op.getMaxSeqLen(),
       op.getOutput(), es, ml, tmp, op.getScaleAttr(),
       op.getPartitionSizeAttr(), op.getSlidingWindowAttr(),
       op.getLogitsSoftCapAttr());

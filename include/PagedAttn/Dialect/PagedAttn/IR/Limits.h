@@ -21,6 +21,8 @@ inline constexpr int64_t kSupportedHeadSizes[] = {64, 80, 96, 112, 128, 192, 256
 /// 128 use the layouts and code paths of 16 and 32 (one block-table entry
 /// per step); 8 splits a 16-token step over two entries.
 inline constexpr int64_t kSupportedBlockSizes[] = {8, 16, 32, 64, 128};
+/// Query tokens per sequence (query_start_loc): 1 + up to 15 draft tokens.
+inline constexpr int64_t kMaxQueryLen = 16;
 /// Bytes of one token's key that are contiguous in the x-packed key layout.
 inline constexpr int64_t kKeyPackBytes = 16;
 /// Partition sizes (tokens of context per partition program): powers of two

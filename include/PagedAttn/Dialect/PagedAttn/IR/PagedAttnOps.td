@@ -21,8 +21,9 @@ def PagedAttn_DecodeV2Op : PagedAttn_Op<"decode_v2", [
     AttrSizedOperandSegments,
     DestinationStyleOpInterface,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
-  let summary = "PagedAttention V2 decode: one query token per sequence "
-                "attending to a block-paged KV cache";
+  let summary = "PagedAttention V2 decode: each sequence's query tokens "
+                "(one, or a few for speculative decoding) attending to a "
+                "block-paged KV cache";
   let description = [{
     Computes, for every sequence `s` and query head `h`,
 
@@ -65,6 +66,27 @@ def PagedAttn_DecodeV2Op : PagedAttn_Op<"decode_v2", [
     | output (init) | `[num_seqs, num_heads, head_size]` | query's |
     | exp_sums, max_logits (workspace) | `[num_seqs, num_heads, max_num_partitions]` | f32 |
     | tmp_output (workspace) | `[num_seqs, num_heads, max_num_partitions, head_size]` | f32 or query's |
+
+    With `query_start_loc(%qsl, %max_query_len : ...)` a sequence has
+    several query tokens (speculative decoding: 1 + k draft tokens). The
+    query, output and workspace rows are query tokens, not sequences:
+    `query_start_loc` (i32 `[num_seqs + 1]`, `query_start_loc[0] = 0`,
+    non-decreasing) gives sequence `s` the rows `query_start_loc[s]` to
+    `query_start_loc[s + 1] - 1`, `q_len_s` of them, `0 <= q_len_s <=
+    max_query_len <= 16`. The new tokens are already in the cache and
+    counted in `seq_lens[s]`: query token `j` of sequence `s` stands at
+    position `p = seq_lens[s] - q_len_s + j` and attends causally to the
+    cache tokens `0..p`; everything above (ALiBi, the sliding window) reads
+    `p + 1` where it reads `seq_lens[s]`. `max_query_len` (a host value,
+    like `max_seq_len`) sizes the grid. Without `query_start_loc` every
+    sequence has one query token, row `s`.
+
+    | operand (several query tokens) | shape | element type |
+    |---|---|---|
+    | query, output | `[num_query_tokens, num_heads, head_size]` | as above |
+    | query_start_loc | `[num_seqs + 1]` | i32 |
+    | max_query_len | scalar, 1 to 16 | index |
+    | workspace | first dim `num_query_tokens` | as above |
 
     `x = 16 / sizeof(cache element)`: 16 bytes of one token's key are
     contiguous. The context of a sequence is split into partitions of
@@ -111,6 +133,8 @@ def PagedAttn_DecodeV2Op : PagedAttn_Op<"decode_v2", [
     PagedAttn_ShapedOperand:$seq_lens,
     Optional<PagedAttn_ShapedOperand>:$alibi_slopes,
     Optional<PagedAttn_ShapedOperand>:$sinks,
+    Optional<PagedAttn_ShapedOperand>:$query_start_loc,
+    Optional<Index>:$max_query_len,
     Optional<F32>:$k_scale,
     Optional<F32>:$v_scale,
     Optional<Index>:$max_seq_len,
@@ -132,6 +156,8 @@ def PagedAttn_DecodeV2Op : PagedAttn_Op<"decode_v2", [
           `)`
     (`alibi_slopes` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`query_start_loc` `(` $query_start_loc^ `,` $max_query_len `:`
+                           type($query_start_loc) `)`)?
     (`kv_scales` `(` $k_scale^ `,` $v_scale `)`)?
     (`max_seq_len` `(` $max_seq_len^ `)`)?
     `outs` `(` $output `:` type($output) `)`
