@@ -57,6 +57,29 @@ static pa_status checkFp8Scales(const pa_decode_args &a) {
   return okStatus();
 }
 
+/// Query tokens per sequence: max_query_len in [1, PA_MAX_QUERY_LEN] with
+/// query_start_loc (4-byte aligned), 0 or 1 without.
+static pa_status checkQueryTokens(const pa_decode_args &a) {
+  if (!a.query_start_loc) {
+    if (a.max_query_len != 0 && a.max_query_len != 1)
+      return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                        "max_query_len (%d) needs query_start_loc (null: one "
+                        "query token per sequence)",
+                        int(a.max_query_len));
+    return okStatus();
+  }
+  if (a.max_query_len < 1 || a.max_query_len > PA_MAX_QUERY_LEN)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "max_query_len (%d) must be in [1, %d] with "
+                      "query_start_loc",
+                      int(a.max_query_len), int(PA_MAX_QUERY_LEN));
+  if (a.query_start_loc % 4 != 0)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "query_start_loc (0x%llx) must be 4-byte aligned (i32)",
+                      static_cast<unsigned long long>(a.query_start_loc));
+  return okStatus();
+}
+
 pa_status checkDecodeArgs(const pa_decode_args &a) {
   // The enums as stored: a.dtype may be read as pa_dtype once it is one.
   int dtype = rawEnum(a.dtype), tmpDtype = rawEnum(a.tmp_dtype);
@@ -127,6 +150,7 @@ pa_status checkDecodeArgs(const pa_decode_args &a) {
                         "%s (0x%llx) must be 4-byte aligned (f32)", name,
                         static_cast<unsigned long long>(ptr));
   PA_RETURN_IF_ERROR(checkFp8Scales(a));
+  PA_RETURN_IF_ERROR(checkQueryTokens(a));
   // The key cache is x-packed in cache elements: 16 one-byte fp8 values.
   ElemType cache = callCacheType(a);
   int x = 16 / dtypeBytes(cache);

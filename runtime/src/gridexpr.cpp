@@ -46,6 +46,8 @@ const char *gridSymName(GridSym sym) {
     return "token_step";
   case GridSym::MaxBlocksPerSeq:
     return "max_blocks_per_seq";
+  case GridSym::QuerySlots:
+    return "query_slots";
   }
   return "?";
 }

@@ -120,8 +120,11 @@ enum class ParamId : uint8_t {
   // Attention sinks, taken by the kernels that normalize (one-pass, reduce).
   Sinks,    // pointer (a stand-in when the call has none)
   HasSinks, // i32: sinks != 0
+  // Several query tokens per sequence (every kernel).
+  QueryStartLoc, // pointer (a stand-in when the call has one token each)
+  MaxQueryLen,   // i32: max_query_len, 0 without query_start_loc
 };
-inline constexpr int kNumParamIds = int(ParamId::HasSinks) + 1;
+inline constexpr int kNumParamIds = int(ParamId::MaxQueryLen) + 1;
 /// At most this many parameters per kernel.
 inline constexpr int kMaxParams = 32;
 const char *paramName(ParamId id);
@@ -142,8 +145,9 @@ enum class GridSym : uint8_t {
   Warps,
   TokenStep,
   MaxBlocksPerSeq,
+  QuerySlots, // max_query_len with query_start_loc, else 1
 };
-inline constexpr int kNumGridSyms = int(GridSym::MaxBlocksPerSeq) + 1;
+inline constexpr int kNumGridSyms = int(GridSym::QuerySlots) + 1;
 const char *gridSymName(GridSym sym);
 
 //===----------------------------------------------------------------------===//
@@ -244,6 +248,9 @@ struct BundleDesc {
   /// Whether the kernels that normalize the softmax (reduce and, if
   /// present, one-pass) take the attention sinks (sinks, has_sinks).
   bool takesSinks() const;
+  /// Whether every kernel takes query_start_loc and max_query_len (several
+  /// query tokens per sequence).
+  bool takesQueryTokens() const;
 };
 
 /// Parses manifest text; `path` names it in messages ("path:line: what").
@@ -285,6 +292,7 @@ struct VariantKey {
   /// The caches' element type; -1 (the default) means dtype.
   int cacheDtype = -1;
   bool sinks = false; // attention sinks requested
+  bool queryTokens = false; // query_start_loc given
   ElemType cacheType() const {
     return cacheDtype < 0 ? ElemType(dtype) : ElemType(cacheDtype);
   }

@@ -124,6 +124,13 @@ void marshalParams(const KernelDesc &kernel, const pa_decode_args &args,
     case ParamId::HasSinks:
       v.i32 = args.sinks != 0;
       break;
+    case ParamId::QueryStartLoc:
+      // Never read with one token per sequence (max_query_len 0).
+      v.ptr = args.query_start_loc ? args.query_start_loc : args.seq_lens;
+      break;
+    case ParamId::MaxQueryLen:
+      v.i32 = args.query_start_loc ? args.max_query_len : 0;
+      break;
     }
     // cuLaunchKernel reads each parameter's size from the kernel: point at
     // the union, whose first bytes hold the value for every kind.

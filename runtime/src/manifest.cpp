@@ -102,6 +102,17 @@ bool BundleDesc::takesSinks() const {
   return true;
 }
 
+bool BundleDesc::takesQueryTokens() const {
+  for (Role role : {Role::Partition, Role::OnePass, Role::Reduce}) {
+    if (role == Role::OnePass && !hasOnePass())
+      continue;
+    if (!takes(ParamId::QueryStartLoc, role) ||
+        !takes(ParamId::MaxQueryLen, role))
+      return false;
+  }
+  return true;
+}
+
 const char *roleName(Role role) {
   switch (role) {
   case Role::Partition:
@@ -146,7 +157,9 @@ static const char *const kParamNames[kNumParamIds] = {"query",
                                                       "v_scale_ptr",
                                                       "scales_on_device",
                                                       "sinks",
-                                                      "has_sinks"};
+                                                      "has_sinks",
+                                                      "query_start_loc",
+                                                      "max_query_len"};
 
 const char *paramName(ParamId id) { return kParamNames[int(id)]; }
 
@@ -166,7 +179,7 @@ static int paramIdOf(const std::string &name) {
 bool isPointerParam(ParamId id) {
   return id <= ParamId::TmpOutput || id == ParamId::AlibiSlopes ||
          id == ParamId::KScalePtr || id == ParamId::VScalePtr ||
-         id == ParamId::Sinks;
+         id == ParamId::Sinks || id == ParamId::QueryStartLoc;
 }
 
 //===----------------------------------------------------------------------===//

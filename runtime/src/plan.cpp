@@ -194,13 +194,15 @@ pa_status unsupported(const std::vector<BundleDesc> &variants,
   pa_status status = makeStatus(
       PA_ERROR_UNSUPPORTED,
       "no loaded variant serves dtype %s, cache_dtype %s, tmp_dtype %s, "
-      "head_size %d, block_size %d (group size %d)%s%s%s; %zu loaded",
+      "head_size %d, block_size %d (group size %d)%s%s%s%s; %zu loaded",
       dtypeName(key.dtype), elemTypeName(key.cacheType()),
       dtypeName(key.tmpDtype),
       key.headSize, key.blockSize, key.groupSize,
       key.extLogits ? " with ALiBi / logits soft cap (an _ext variant)" : "",
       key.slidingWindow ? " with a sliding window" : "",
-      key.sinks ? " with attention sinks" : "", variants.size());
+      key.sinks ? " with attention sinks" : "",
+      key.queryTokens ? " with several query tokens per sequence" : "",
+      variants.size());
   for (size_t i = 0; i < variants.size(); ++i)
     appendMessage(status, "%s%s", i ? ", " : ": ", variants[i].name.c_str());
   return status;
@@ -227,6 +229,7 @@ static pa_status planOn(const DeviceInfo &device,
   env.set(GridSym::Warps, v.warps);
   env.set(GridSym::TokenStep, v.tokenStep);
   env.set(GridSym::MaxBlocksPerSeq, args.max_blocks_per_seq);
+  env.set(GridSym::QuerySlots, args.query_start_loc ? args.max_query_len : 1);
 
   // Programs of the partition kernel for one partition: what the adaptive
   // rule multiplies by the partition count to size the grid.
@@ -263,7 +266,7 @@ VariantKey variantKeyOf(const pa_decode_args &args) {
                     args.block_size, args.num_heads / args.num_kv_heads,
                     args.alibi_slopes != 0 || args.logits_soft_cap > 0.0f,
                     args.sliding_window > 0, callCacheType(args),
-                    args.sinks != 0};
+                    args.sinks != 0, args.query_start_loc != 0};
 }
 
 /// The wide twin planDecode may run for `chosen`, or -1, and how many

@@ -95,7 +95,8 @@ bool servesFeatures(const BundleDesc &d, const VariantKey &key) {
          (!isFp8(key.cacheType()) || d.takesFp8Scales()) &&
          // Sinks join where the softmax is normalized: the reducer and the
          // one-pass kernel must both take them.
-         (!key.sinks || d.takesSinks());
+         (!key.sinks || d.takesSinks()) &&
+         (!key.queryTokens || d.takesQueryTokens());
 }
 
 /// selectVariant's choice among descs[i] for each i of `candidates`, in

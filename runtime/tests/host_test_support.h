@@ -145,6 +145,10 @@ struct Spec {
   /// The one-pass and reduce kernels take the attention sinks (`sinks
   /// has_sinks` at their end), as every bundle the compiler writes now does.
   bool sinks = false;
+  /// Every kernel takes query_start_loc and max_query_len at its end and
+  /// the grids' x carry the query slots, as the compiler writes bundles
+  /// now (several query tokens per sequence).
+  bool queryTokens = false;
   std::string cacheDtype() const { return cache.empty() ? dtype : cache; }
   bool fp8() const { return cache.compare(0, 2, "f8") == 0; }
 };
@@ -159,6 +163,8 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
   std::string mainParams =
       s.features + (s.fp8() && s.fp8Scales ? kFp8Params : "");
   std::string sinkParams = s.sinks ? " sinks has_sinks" : "";
+  std::string qt = s.queryTokens ? " query_start_loc max_query_len" : "";
+  std::string slots = s.queryTokens ? "*query_slots" : "";
   std::vector<std::string> lines = {
       "paged_attn-bundle 1",
       "name " + s.name,
@@ -178,16 +184,17 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
       "params partition query key_cache value_cache block_tables seq_lens "
       "output exp_sums max_logits tmp_output scale max_blocks_per_seq "
       "max_num_partitions partition_tokens num_kv_heads group_size" +
-          mainParams,
+          mainParams + qt,
       "params reduce output exp_sums max_logits tmp_output seq_lens num_heads "
       "max_num_partitions partition_tokens" +
           std::string(s.features.find("sliding_window") != std::string::npos
                           ? " sliding_window"
                           : "") +
-          " num_partitions" + sinkParams,
-      "grid partition num_partitions num_kv_heads*ceil(group_size/"
-      "heads_per_program) num_seqs",
-      "grid reduce ceil(num_heads/ceil(4/ceil(num_partitions/8))) num_seqs",
+          " num_partitions" + sinkParams + qt,
+      "grid partition num_partitions" + slots +
+          " num_kv_heads*ceil(group_size/heads_per_program) num_seqs",
+      "grid reduce ceil(num_heads/ceil(4/ceil(num_partitions/8)))" + slots +
+          " num_seqs",
   };
   if (!s.twinOf.empty())
     lines.push_back("wide_twin_of " + s.twinOf);
@@ -199,9 +206,11 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
         "params onepass query key_cache value_cache block_tables seq_lens "
         "output exp_sums max_logits tmp_output scale max_blocks_per_seq "
         "max_num_partitions partition_tokens num_kv_heads group_size" +
-        mainParams + sinkParams);
-    lines.push_back("grid onepass 1 num_kv_heads*ceil(group_size/"
-                    "heads_per_program) num_seqs");
+        mainParams + sinkParams + qt);
+    lines.push_back("grid onepass " +
+                    (s.queryTokens ? std::string("query_slots") : "1") +
+                    " num_kv_heads*ceil(group_size/heads_per_program) "
+                    "num_seqs");
   }
   return lines;
 }
@@ -353,6 +362,7 @@ void planTests();
 void marshalTests();
 void lazyLoadingTests();
 void hostEntryTests();
+void queryTokenTests();
 
 } // namespace pa_test
 

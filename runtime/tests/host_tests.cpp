@@ -376,6 +376,7 @@ int main() {
   loadingTests();
   lazyLoadingTests();
   hostEntryTests();
+  queryTokenTests();
 
   cleanup();
   std::printf("%d passed, %d failed\n", harness.passed, harness.failed);

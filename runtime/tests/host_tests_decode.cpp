@@ -1106,7 +1106,8 @@ void marshalTests() {
   });
 
   // The Python ctypes mirror depends on the fields' order: the fp8 fields
-  // are appended after logits_soft_cap, then the sinks pointer.
+  // are appended after logits_soft_cap, then the sinks pointer, then
+  // query_start_loc and max_query_len.
   run("abi_decode_args_fp8_fields_appended", [] {
     CHECK_EQ(sizeof(pa_kv_cache_dtype), sizeof(int32_t));
     CHECK_EQ(offsetof(pa_decode_args, kv_cache_dtype),
@@ -1122,7 +1123,12 @@ void marshalTests() {
              offsetof(pa_decode_args, k_scale_ptr) + 8);
     CHECK_EQ(offsetof(pa_decode_args, sinks),
              offsetof(pa_decode_args, v_scale_ptr) + 8);
-    CHECK_EQ(sizeof(pa_decode_args), offsetof(pa_decode_args, sinks) + 8);
+    CHECK_EQ(offsetof(pa_decode_args, query_start_loc),
+             offsetof(pa_decode_args, sinks) + 8);
+    CHECK_EQ(offsetof(pa_decode_args, max_query_len),
+             offsetof(pa_decode_args, query_start_loc) + 8);
+    CHECK_EQ(sizeof(pa_decode_args),
+             offsetof(pa_decode_args, max_query_len) + 8);
     CHECK_EQ(int(PA_KV_CACHE_AUTO), 0);
     CHECK_EQ(int(PA_KV_CACHE_FP8_E4M3), 1);
     CHECK_EQ(int(PA_KV_CACHE_FP8_E5M2), 2);

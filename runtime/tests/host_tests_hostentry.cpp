@@ -28,7 +28,7 @@ int32_t callValid(pa_context *ctx, pa_status *status, int32_t numHeads = 32) {
       addr(a.block_tables), addr(a.seq_lens), addr(a.output),
       addr(a.exp_sums), addr(a.max_logits), addr(a.tmp_output), nullptr, 0,
       0.0f, PA_KV_CACHE_AUTO, 0.0f, 0.0f, nullptr, nullptr, /*sinks=*/nullptr,
-      status);
+      /*query_start_loc=*/nullptr, /*max_query_len=*/0, status);
 }
 
 } // namespace
@@ -46,7 +46,8 @@ void hostEntryTests() {
         addr(0x8000), addr(0x9000), /*alibi_slopes=*/addr(0xa000),
         /*sliding_window=*/14, /*logits_soft_cap=*/15.5f,
         /*kv_cache_dtype=*/PA_KV_CACHE_FP8_E5M2, /*k_scale=*/16.5f,
-        /*v_scale=*/17.5f, addr(0xb000), addr(0xc000), /*sinks=*/addr(0xd000));
+        /*v_scale=*/17.5f, addr(0xb000), addr(0xc000), /*sinks=*/addr(0xd000),
+        /*query_start_loc=*/addr(0xe000), /*max_query_len=*/18);
     CHECK_EQ(int(a.dtype), int(PA_BF16));
     CHECK_EQ(int(a.tmp_dtype), int(PA_F32));
     CHECK_EQ(a.num_seqs, 3);
@@ -78,6 +79,8 @@ void hostEntryTests() {
     CHECK_EQ(a.k_scale_ptr, CUdeviceptr(0xb000));
     CHECK_EQ(a.v_scale_ptr, CUdeviceptr(0xc000));
     CHECK_EQ(a.sinks, CUdeviceptr(0xd000));
+    CHECK_EQ(a.query_start_loc, CUdeviceptr(0xe000));
+    CHECK_EQ(a.max_query_len, 18);
   });
 
   run("host_entry_reaches_launch", [] {

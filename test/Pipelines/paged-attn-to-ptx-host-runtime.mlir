@@ -14,7 +14,7 @@
 
 // Only the LLVM dialect is left: no kernels, no gpu ops, no memref ops.
 // CHECK-NOT: gpu.
-// CHECK-LABEL: llvm.func @pa_host_decode_v2(!llvm.ptr, !llvm.ptr, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, f32, i32, f32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+// CHECK-LABEL: llvm.func @pa_host_decode_v2(!llvm.ptr, !llvm.ptr, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, f32, i32, f32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr) -> i32
 // CHECK-LABEL: llvm.func @decode_step(
 // CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr {paged_attn.host_arg = "context"}, %[[STREAM:[^:]*]]: !llvm.ptr {paged_attn.host_arg = "stream"}, %[[STATUS:[^:]*]]: !llvm.ptr {paged_attn.host_arg = "status"})
 // CHECK-NOT: memref.

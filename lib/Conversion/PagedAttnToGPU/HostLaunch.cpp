@@ -10,11 +10,14 @@
 //   ...
 //   %parts = arith.ceildivui %max_seq_len, %c512     // or dim 2 of exp_sums
 //   scf.if (%parts == 1) {
-//     gpu.launch_func @pa_..::@pa_.._onepass blocks in (1, kvh*tiles, seqs) ...
+//     gpu.launch_func @pa_..::@pa_.._onepass blocks in (1*slots, kvh*tiles, seqs) ...
 //   } else {
-//     gpu.launch_func @pa_..::@pa_.._partition blocks in (%parts, kvh*tiles, seqs) ...
-//     gpu.launch_func @pa_..::@pa_.._reduce blocks in (ceil(heads/4), seqs) ...
+//     gpu.launch_func @pa_..::@pa_.._partition blocks in (%parts*slots, kvh*tiles, seqs) ...
+//     gpu.launch_func @pa_..::@pa_.._reduce blocks in (ceil(heads/4)*slots, seqs) ...
 //   }
+//
+// slots = max_query_len with query_start_loc (several query tokens per
+// sequence), else 1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -108,6 +111,7 @@ Value flatten(OpBuilder &b, Location loc, Value memref) {
 /// Launch-time sizes kernelArgValues cannot read off the op's types.
 struct LaunchSizes {
   Value maxBlocksPerSeq, maxNumPartitions, numPartitions; // i32
+  Value maxQueryLen; // i32: 0 with one query token per sequence
 };
 
 /// Every kernel parameter's value by name (KernelParams.h), created at the
@@ -162,6 +166,10 @@ llvm::StringMap<Value> kernelArgValues(RewriterBase &rewriter, DecodeV2Op op,
   values["num_partitions"] = sizes.numPartitions;
   values["sinks"] = optional(op.getSinks());
   values["has_sinks"] = i32(op.getSinks() ? 1 : 0);
+  values["query_start_loc"] =
+      op.getQueryStartLoc() ? flatten(rewriter, loc, op.getQueryStartLoc())
+                            : values["seq_lens"];
+  values["max_query_len"] = sizes.maxQueryLen;
   return values;
 }
 
@@ -238,7 +246,14 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
         return idx(type.getDimSize(i));
       return memref::DimOp::create(rewriter, loc, memref, i);
     };
-    Value seqs = dim(op.getQuery(), 0);
+    Value seqs = dim(op.getSeqLens(), 0);
+    // Query slots per sequence (the grid's x is partitions x slots):
+    // max_query_len, or 1 with one token per sequence (KernelIdioms.h,
+    // QueryRow).
+    Value maxQueryLen = op.getMaxQueryLen();
+    auto timesSlots = [&](OpBuilder &b, Value v) -> Value {
+      return maxQueryLen ? arith::MulIOp::create(b, loc, v, maxQueryLen) : v;
+    };
     Value maxBlocks = dim(op.getBlockTables(), 1);
     Value maxParts = dim(op.getExpSums(), 2);
     // Adaptive: partitions for max_seq_len. Fixed grid: every workspace
@@ -251,8 +266,12 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
             : maxParts;
 
     llvm::StringMap<Value> values =
-        kernelArgValues(rewriter, op, {toI32(maxBlocks), toI32(maxParts),
-                                       toI32(parts)});
+        kernelArgValues(rewriter, op,
+                        {toI32(maxBlocks), toI32(maxParts), toI32(parts),
+                         maxQueryLen ? toI32(maxQueryLen)
+                                     : arith::ConstantIntOp::create(
+                                           rewriter, loc, 0, 32)
+                                           .getResult()});
     auto argsOf = [&](KernelRole role) {
       SmallVector<Value> args;
       for (const KernelParam &p :
@@ -267,7 +286,8 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
     auto launchPartition = [&](OpBuilder &b, KernelRole role, Value gridX) {
       gpu::LaunchFuncOp::create(
           b, loc, kernel(std::string("_") + roleName(role)),
-          gpu::KernelDim3{gridX, idx(kvHeads * tiles), seqs}, block,
+          gpu::KernelDim3{timesSlots(b, gridX), idx(kvHeads * tiles), seqs},
+          block,
           /*dynamicSharedMemorySize=*/Value(), argsOf(role));
     };
     auto launchReduce = [&](OpBuilder &b) {
@@ -279,8 +299,8 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
                                      idx(kReducePartitionsPerWarp)));
       gpu::LaunchFuncOp::create(
           b, loc, kernel("_reduce"),
-          gpu::KernelDim3{arith::CeilDivUIOp::create(b, loc, idx(heads),
-                                                     perProgram),
+          gpu::KernelDim3{timesSlots(b, arith::CeilDivUIOp::create(
+                                            b, loc, idx(heads), perProgram)),
                           seqs, idx(1)},
           gpu::KernelDim3{idx(kReduceWarps * 32), idx(1), idx(1)},
           /*dynamicSharedMemorySize=*/Value(), argsOf(KernelRole::Reduce));

@@ -30,6 +30,7 @@
 #include "HostRuntimeCall.h"
 
 #include "PagedAttn/Conversion/PagedAttnToGPU/PagedAttnToGPU.h"
+#include "PagedAttn/Dialect/PagedAttn/IR/Limits.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -48,6 +49,8 @@ enum HostEnum : int32_t {
 #define PA_HOST_ENUM(name, value) name = value,
 #include "PagedAttn/Conversion/PagedAttnToRuntime/HostABI.def"
 };
+static_assert(PA_MAX_QUERY_LEN == kMaxQueryLen,
+              "the runtime and the verifier bound max_query_len alike");
 
 /// One Value per HostABI.def row, by the row's name.
 struct HostCallOperands {
@@ -291,7 +294,7 @@ HostCallOperands RuntimeCallBuilder::operands() {
   HostCallOperands in;
   in.dtype = i32(dtypeCode(elementTypeOf(op.getQuery())));
   in.tmp_dtype = i32(dtypeCode(elementTypeOf(op.getTmpOutput())));
-  in.num_seqs = dimI32(op.getQuery(), 0);
+  in.num_seqs = dimI32(op.getSeqLens(), 0);
   in.num_heads = i32(op.getNumHeads());
   in.num_kv_heads = i32(op.getNumKvHeads());
   in.head_size = i32(op.getHeadSize());
@@ -327,6 +330,11 @@ HostCallOperands RuntimeCallBuilder::operands() {
   in.k_scale_ptr = pointer(nullptr);
   in.v_scale_ptr = pointer(nullptr);
   in.sinks = pointer(op.getSinks());
+  in.query_start_loc = pointer(op.getQueryStartLoc());
+  in.max_query_len = op.getMaxQueryLen()
+                         ? Value(arith::IndexCastOp::create(
+                               rewriter, loc, i32Type, op.getMaxQueryLen()))
+                         : i32(0);
   return in;
 }
 

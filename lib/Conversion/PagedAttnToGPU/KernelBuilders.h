@@ -52,7 +52,9 @@ private:
 };
 
 /// `<variant>_partition` (or `<variant>_onepass` when `onePass`), with the
-/// parameters KernelSignature gives for its role. Grid (partitions, num_kv_heads * head tiles, num_seqs), plan.threads().
+/// parameters KernelSignature gives for its role. Grid (partitions * query
+/// slots, num_kv_heads * head tiles, num_seqs), plan.threads(); query_slots
+/// = max(max_query_len, 1) (KernelIdioms.h, QueryRow).
 gpu::GPUFuncOp buildPartitionKernel(OpBuilder &moduleBuilder, Location loc,
                                     const KernelPlan &plan, bool onePass);
 
@@ -65,11 +67,12 @@ inline constexpr int64_t kReduceWarps = 4;
 inline constexpr int64_t kReducePartitionsPerWarp = 8;
 
 /// The reduce grid's x dimension as a manifest formula
-/// (docs/bundle-format.md): ceil(num_heads/ceil(4/ceil(num_partitions/8))).
+/// (docs/bundle-format.md): ceil(num_heads/ceil(4/ceil(num_partitions/8)))
+/// programs per query row, times the query slots.
 inline std::string reduceGridX() {
   return "ceil(num_heads/ceil(" + std::to_string(kReduceWarps) +
          "/ceil(num_partitions/" + std::to_string(kReducePartitionsPerWarp) +
-         ")))";
+         ")))*query_slots";
 }
 
 /// Workgroup floats of the reduce kernel: the warps' accumulators
@@ -79,7 +82,8 @@ inline constexpr int64_t reduceSharedFloats(int64_t headSize) {
 }
 
 /// `<variant>_reduce`, with the parameters KernelSignature gives for it
-/// (num_partitions is the launched partition count). Grid (ceil(num_heads / heads per program), num_seqs),
+/// (num_partitions is the launched partition count). Grid
+/// (ceil(num_heads / heads per program) * query_slots, num_seqs),
 /// kReduceWarps * 32 threads.
 gpu::GPUFuncOp buildReduceKernel(OpBuilder &moduleBuilder, Location loc,
                                  const KernelPlan &plan);

@@ -47,6 +47,46 @@ Value mlir::paged_attn::slidingWindowStart(ImplicitLocOpBuilder &b,
                                  cIdx(b, 0));
 }
 
+QueryRow mlir::paged_attn::queryRowOf(ImplicitLocOpBuilder &b, Value gridX,
+                                      Value seq, Value seqLens,
+                                      Value queryStartLoc, Value maxQueryLen) {
+  // seq_lens[seq] first: its load is in flight with query_start_loc's.
+  Value len = toIndex(b, memref::LoadOp::create(b, seqLens, ValueRange{seq}));
+  Value slots = arith::MaxUIOp::create(b, toIndex(b, maxQueryLen), cIdx(b, 1));
+  Value j = arith::RemUIOp::create(b, gridX, slots);
+  Value multi = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, maxQueryLen,
+                                      arith::ConstantIntOp::create(b, 0, 32));
+  // The sequence's first row and token count: from query_start_loc, or
+  // (row seq, 1) with one token per sequence.
+  Type index = b.getIndexType();
+  auto ifOp = scf::IfOp::create(b, TypeRange{index, index}, multi,
+                                /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    auto at = [&](Value i) {
+      return toIndex(b, memref::LoadOp::create(b, queryStartLoc, ValueRange{i}));
+    };
+    Value start = at(seq);
+    Value end = at(arith::AddIOp::create(b, seq, cIdx(b, 1)));
+    scf::YieldOp::create(
+        b, ValueRange{start, arith::SubIOp::create(b, end, start)});
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, ValueRange{seq, cIdx(b, 1)});
+  }
+  Value start = ifOp.getResult(0), qLen = ifOp.getResult(1);
+  QueryRow r;
+  r.unit = arith::DivUIOp::create(b, gridX, slots);
+  r.row = arith::AddIOp::create(b, start, j);
+  r.live = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, j, qLen);
+  // Token j stands at p = seq_len - q_len + j and attends to 0..p.
+  Value attended = arith::AddIOp::create(
+      b, arith::SubIOp::create(b, len, qLen),
+      arith::AddIOp::create(b, j, cIdx(b, 1)));
+  r.seqLen = arith::MaxSIOp::create(b, attended, cIdx(b, 0));
+  return r;
+}
+
 Value mlir::paged_attn::fp8PairToF16(ImplicitLocOpBuilder &b, Value bytes,
                                      Type fp8Type, int64_t i) {
   Value pair =

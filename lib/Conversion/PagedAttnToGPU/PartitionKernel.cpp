@@ -218,15 +218,15 @@ void SimtPartitionBuilder::loadQuery(ImplicitLocOpBuilder &b) {
     // A masked slot reads its group's last head; its results are dropped.
     Value slot = arith::XOrIOp::create(b, cIdx(b, a), ownHead0);
     Value safeHead = safeHeadOfSlot(b, slot);
-    Value row = arith::MulIOp::create(
+    Value qBase = arith::MulIOp::create(
         b,
-        arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
+        arith::AddIOp::create(b, arith::MulIOp::create(b, row, numHeads),
                               safeHead),
         cIdx(b, plan.headSize));
     for (int64_t i = 0; i < plan.piecesPerLane; ++i) {
       auto [piece, inRange] = laneItem(b, i, plan.pieces);
       Value ofs = arith::AddIOp::create(
-          b, row, arith::MulIOp::create(b, piece, cIdx(b, plan.pieceElems)));
+          b, qBase, arith::MulIOp::create(b, piece, cIdx(b, plan.pieceElems)));
       SmallVector<Value> vals =
           toF32Scalars(b, loadVector(b, query, ofs, plan.pieceElems));
       for (Value &v : vals) {

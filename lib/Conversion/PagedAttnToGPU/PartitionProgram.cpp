@@ -64,7 +64,8 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
   alibiSlopes = arg("alibi_slopes"), hasAlibi = arg("has_alibi"),
   slidingWindow = arg("sliding_window"),
   logitsSoftCap = arg("logits_soft_cap"), sinks = arg("sinks"),
-  hasSinks = arg("has_sinks");
+  hasSinks = arg("has_sinks"), queryStartLoc = arg("query_start_loc"),
+  maxQueryLen = arg("max_query_len");
   shared = func.getWorkgroupAttributions().front();
 
   ImplicitLocOpBuilder b(loc, ctx);
@@ -172,7 +173,7 @@ void PartitionProgram::stageQuery(ImplicitLocOpBuilder &b, int64_t rows,
         b,
         arith::MulIOp::create(
             b,
-            arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
+            arith::AddIOp::create(b, arith::MulIOp::create(b, row, numHeads),
                                   safeHead),
             cIdx(b, plan.headSize)),
         arith::MulIOp::create(b, safeChunk, cIdx(b, qPack)));
@@ -211,16 +212,21 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   lane = arith::RemUIOp::create(b, tid, cIdx(b, 32));
   warp = arith::DivUIOp::create(b, tid, cIdx(b, 32));
-  part = gpu::BlockIdOp::create(b, gpu::Dimension::x);
   Value kvTile = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   seq = gpu::BlockIdOp::create(b, gpu::Dimension::z);
+  QueryRow q = queryRowOf(b, gpu::BlockIdOp::create(b, gpu::Dimension::x),
+                          seq, seqLens, queryStartLoc, maxQueryLen);
+  part = q.unit, row = q.row, seqLen = q.seqLen;
+  // Programs past their sequence's query tokens have no row: they return.
+  auto live = scf::IfOp::create(b, q.live, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(live.thenBlock());
   Value groupLen = toIndex(b, groupSize);
   Value tiles = arith::CeilDivUIOp::create(b, groupLen,
                                            cIdx(b, plan.headsPerProgram));
   kvHead = arith::DivUIOp::create(b, kvTile, tiles);
   tile = arith::RemUIOp::create(b, kvTile, tiles);
   numHeads = arith::MulIOp::create(b, toIndex(b, numKvHeads), groupLen);
-  seqLen = toIndex(b, memref::LoadOp::create(b, seqLens, ValueRange{seq}));
   blockRow = arith::MulIOp::create(b, seq, toIndex(b, maxBlocks));
   // Elements of one (block, KV head) slab: head_size * block_size, for both
   // the key layout [D/x][bs][x] and the value layout [D][bs].
@@ -272,7 +278,7 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
       arith::CmpIOp::create(b, arith::CmpIPredicate::ule, partEnd,
                             windowStart));
   auto ifOp = scf::IfOp::create(b, empty, /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(b);
+  OpBuilder::InsertionGuard emptyGuard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
   emitSentinels(b);
   b.setInsertionPointToStart(ifOp.elseBlock());
@@ -288,10 +294,10 @@ void PartitionProgram::emitSentinels(ImplicitLocOpBuilder &b) {
     auto ifOp = scf::IfOp::create(b, write, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    Value row = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, seq, numHeads), head);
+    Value headRow = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, row, numHeads), head);
     Value idx = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, row, toIndex(b, maxParts)), part);
+        b, arith::MulIOp::create(b, headRow, toIndex(b, maxParts)), part);
     memref::StoreOp::create(b, cF32(b, -INFINITY), maxLogits, ValueRange{idx});
     memref::StoreOp::create(b, cF32(b, 0.0f), expSums, ValueRange{idx});
   }
@@ -341,17 +347,17 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
     Value result = arith::DivFOp::create(b, acc, sum);
     if (valueScale) // fp8: v_scale (with the cache factor)
       result = arith::MulFOp::create(b, result, valueScale);
-    Value row = arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
-                                      head);
+    Value headRow = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, row, numHeads), head);
     if (onePass) {
       Value idx = arith::AddIOp::create(
-          b, arith::MulIOp::create(b, row, cIdx(b, d)), dim);
+          b, arith::MulIOp::create(b, headRow, cIdx(b, d)), dim);
       memref::StoreOp::create(b, fromF32(b, result, plan.elemType), output,
                               ValueRange{idx});
       continue;
     }
     Value partIdx = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, row, toIndex(b, maxParts)), part);
+        b, arith::MulIOp::create(b, headRow, toIndex(b, maxParts)), part);
     Value tmpIdx = arith::AddIOp::create(
         b, arith::MulIOp::create(b, partIdx, cIdx(b, d)), dim);
     memref::StoreOp::create(b, fromF32(b, result, plan.tmpType), tmpOutput,

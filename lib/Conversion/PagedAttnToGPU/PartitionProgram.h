@@ -20,7 +20,8 @@
 namespace mlir::paged_attn {
 
 /// Builds one partition (or one-pass) kernel; subclasses emit the token
-/// loop. Grid (partitions, KV heads x head tiles, sequences).
+/// loop. Grid (partitions x query slots, KV heads x head tiles, sequences):
+/// KernelIdioms.h, QueryRow.
 class PartitionProgram {
 public:
   PartitionProgram(const KernelPlan &plan, bool onePass)
@@ -83,7 +84,7 @@ protected:
 
   /// Stages the tile's query once per program, then one barrier: the
   /// threads take the (slot, chunk) pairs of `rows` x `chunks` 8-element
-  /// chunks and hand `store` query[seq, head of slot, 8 chunk ..], or zeros
+  /// chunks and hand `store` query[row, head of slot, 8 chunk ..], or zeros
   /// for masked slots, slots from `liveRows` on and chunks past head_size.
   using QueryStoreFn = llvm::function_ref<void(
       ImplicitLocOpBuilder &, Value chunkVec, Value slot, Value chunk)>;
@@ -110,15 +111,19 @@ protected:
   Value query, keyCache, valueCache, blockTables, seqLens, output, expSums,
       maxLogits, tmpOutput, scale, maxBlocks, maxParts, partTokens, numKvHeads,
       groupSize, alibiSlopes, hasAlibi, slidingWindow, logitsSoftCap, sinks,
-      hasSinks, shared;
+      hasSinks, queryStartLoc, maxQueryLen, shared;
   // The wmma kernel's workgroup memory is one byte buffer (32-byte aligned)
   // that `shared` views as f32 and the kernel as f16; null otherwise.
   Value sharedBuffer;
   // Values computed once in the prologue. The partition attends to
   // [rangeStart, partEnd): its tokens, from the sliding window's start on;
   // its steps start at stepBase (rangeStart rounded down to a step).
-  Value tid, lane, warp, part, seq, kvHead, tile, numHeads, seqLen, partStart,
-      partEnd, rangeStart, stepBase, blockRow, kvHeadOffset, blockStride;
+  // `seq` indexes block_tables and seq_lens, `row` the query, output and
+  // workspace (the query token: KernelIdioms.h, QueryRow); `seqLen` is the
+  // row's context length.
+  Value tid, lane, warp, part, seq, row, kvHead, tile, numHeads, seqLen,
+      partStart, partEnd, rangeStart, stepBase, blockRow, kvHeadOffset,
+      blockStride;
   // Soft cap: enabled flag, C = cap * log2(e) and 2 log2(e) / C.
   Value capOn, capLog2, capInvScale;
   // fp8 caches: `scale` above already includes k_scale; the factor for the

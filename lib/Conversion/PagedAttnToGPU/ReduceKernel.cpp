@@ -1,12 +1,13 @@
 //===- ReduceKernel.cpp - the log-sum-exp reduce kernel -------------------===//
 //
 // Builds `<variant>_reduce`. A program of kReduceWarps warps serves
-// `heads` = ceil(4 / ceil(num_partitions / 8)) query heads of one sequence
-// (4, 2 or 1), so each head gets warps = 4 / heads of them: a call with few
+// `heads` = ceil(4 / ceil(num_partitions / 8)) query heads (4, 2 or 1) of
+// one query row (a sequence, or one of its query tokens: KernelIdioms.h,
+// QueryRow), so each head gets warps = 4 / heads of them: a call with few
 // partitions keeps every warp busy on its own head, a long context spreads
 // one head's partitions over the whole program. The grid (manifest:
-// ceil(num_heads/ceil(4/ceil(num_partitions/8))) x num_seqs) and the kernel
-// derive the mapping from the same launched partition count.
+// ceil(num_heads/ceil(4/ceil(num_partitions/8)))*query_slots x num_seqs)
+// and the kernel derive the mapping from the same launched partition count.
 //
 //   1. statistics: the head's threads fold partitions first + t, first + t +
 //      32 * warps, ... (max and exp sum); each warp merges by xor shuffles,
@@ -103,26 +104,30 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
   Value headTid = arith::AddIOp::create(
       b, arith::MulIOp::create(b, rank, cIdx(b, 32)), lane);
   Value numHeads = toIndex(b, numHeadsArg);
+  // The query row (one per sequence, or a token of it) and its context;
+  // programs past their sequence's tokens return (uniformly: no barrier is
+  // split).
+  Value seq = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  QueryRow q = queryRowOf(b, gpu::BlockIdOp::create(b, gpu::Dimension::x), seq,
+                          seqLens, arg("query_start_loc"),
+                          arg("max_query_len"));
+  auto liveIf = scf::IfOp::create(b, q.live, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(liveIf.thenBlock());
   Value head = arith::AddIOp::create(
-      b,
-      arith::MulIOp::create(b, gpu::BlockIdOp::create(b, gpu::Dimension::x),
-                            headsPerProgram),
-      slot);
+      b, arith::MulIOp::create(b, q.unit, headsPerProgram), slot);
   // A slot past the last head computes the last head again (every thread
   // reaches the barriers) and stores nothing.
   Value headValid =
       arith::CmpIOp::create(b, arith::CmpIPredicate::ult, head, numHeads);
   head = arith::MinUIOp::create(
       b, head, arith::SubIOp::create(b, numHeads, cIdx(b, 1)));
-  Value seq = gpu::BlockIdOp::create(b, gpu::Dimension::y);
-
-  Value seqLen = toIndex(b, memref::LoadOp::create(b, seqLens, ValueRange{seq}));
+  Value seqLen = q.seqLen;
   Value parts = arith::CeilDivUIOp::create(b, seqLen, toIndex(b, partTokens));
   // The window's first token max(seq_len - W, 0) (W = 0: none) and its
   // partition: the first one with a result.
   Value firstPart = arith::DivUIOp::create(
       b, slidingWindowStart(b, seqLen, slidingWindow), toIndex(b, partTokens));
-  Value row = arith::AddIOp::create(b, arith::MulIOp::create(b, seq, numHeads),
+  Value row = arith::AddIOp::create(b, arith::MulIOp::create(b, q.row, numHeads),
                                     head);
   Value statBase = arith::MulIOp::create(b, row, toIndex(b, maxPartsArg));
   Value log2e = cF32(b, M_LOG2E);
@@ -338,6 +343,7 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
         });
   }
 
+  b.setInsertionPointAfter(liveIf);
   gpu::ReturnOp::create(b);
   return func;
 }

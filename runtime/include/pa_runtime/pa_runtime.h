@@ -78,6 +78,9 @@ typedef enum pa_dtype {
 /// hold `dtype`. The fp8 types store one byte per element, value = stored *
 /// scale (k_scale / v_scale below): E4M3 is OCP FP8 E4M3FN (finite, max 448;
 /// vLLM's "fp8" / "fp8_e4m3"), E5M2 the IEEE-like E5M2 (max 57344).
+/// The most query tokens a sequence may have in one call (max_query_len).
+enum { PA_MAX_QUERY_LEN = 16 };
+
 typedef enum pa_kv_cache_dtype {
   PA_KV_CACHE_AUTO = 0,
   PA_KV_CACHE_FP8_E4M3 = 1,
@@ -119,6 +122,16 @@ typedef struct pa_decode_args {
   /// that join each head's softmax denominator with no value row (0: none;
   /// docs/features.md). Read on the device at run time.
   CUdeviceptr sinks;
+  /// Several query tokens per sequence (speculative decoding;
+  /// docs/features.md): i32 [num_seqs + 1], query_start_loc[0] = 0,
+  /// non-decreasing; sequence s has the query (and output and workspace)
+  /// rows query_start_loc[s] .. query_start_loc[s + 1] - 1, and its token j
+  /// of q_len_s attends causally to the cache tokens 0 .. seq_lens[s] -
+  /// q_len_s + j. 0: one token per sequence, row s.
+  CUdeviceptr query_start_loc;
+  /// With query_start_loc: the largest q_len_s, 1 to 16 (host value; it
+  /// sizes the grid). Else 0 (or 1).
+  int32_t max_query_len;
 } pa_decode_args;
 
 /// Checks the arguments, picks the variant, loads its module if this is its
@@ -203,7 +216,8 @@ int32_t pa_host_decode_v2(
     void *output, void *exp_sums, void *max_logits, void *tmp_output,
     void *alibi_slopes, int32_t sliding_window, float logits_soft_cap,
     int32_t kv_cache_dtype, float k_scale, float v_scale, void *k_scale_ptr,
-    void *v_scale_ptr, void *sinks, pa_status *status);
+    void *v_scale_ptr, void *sinks, void *query_start_loc,
+    int32_t max_query_len, pa_status *status);
 
 /// Stream-ordered device memory for compiled host code: the workspace the
 /// tensor form of decode_v2 leaves to the compiler (docs/design.md). `bytes`

@@ -10,7 +10,7 @@
 // v_scale, k_scale_ptr, v_scale_ptr, sinks; then the status.
 
 // CHECK-LABEL: module attributes {gpu.container_module
-// CHECK: func.func private @pa_host_decode_v2(!llvm.ptr, !llvm.ptr, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, f32, i32, f32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+// CHECK: func.func private @pa_host_decode_v2(!llvm.ptr, !llvm.ptr, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, f32, i32, f32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr) -> i32
 // The context, stream and status arguments are appended, marked.
 // CHECK-LABEL: func.func @bf16_features(
 // CHECK-SAME: %[[Q:[^:]*]]: memref<?x16x64xbf16>, %[[K:[^:]*]]: memref<?x4x8x32x8xbf16>, %[[V:[^:]*]]: memref<?x4x64x32xbf16>, %[[BT:[^:]*]]: memref<?x?xi32>, %[[SL:[^:]*]]: memref<?xi32>, %[[AL:[^:]*]]: memref<16xf32>, %[[O:[^:]*]]: memref<?x16x64xbf16>, %[[ES:[^:]*]]: memref<?x16x?xf32>, %[[ML:[^:]*]]: memref<?x16x?xf32>, %[[TMP:[^:]*]]: memref<?x16x?x64xbf16>,
@@ -41,7 +41,7 @@
 // CHECK-DAG: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
 // CHECK-DAG: %[[AUTO:.*]] = arith.constant 0 : i32
 // CHECK-DAG: %[[ZEROF:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK: call @pa_host_decode_v2(%[[CTX]], %[[STREAM]], %[[BF16]], %[[BF16]], %[[NSEQ]], %[[H]], %[[KVH]], %[[D]], %[[B]], %{{.*}}, %{{.*}}, %{{.*}}, %[[PS]], %[[AUTO]], %[[SCALE]], %[[QP]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[TP]], %[[ALP]], %[[WIN]], %[[CAP]], %[[AUTO]], %[[ZEROF]], %[[ZEROF]], %[[NULL]], %[[NULL]], %[[NULL]], %[[STATUS]]) : (!llvm.ptr, !llvm.ptr, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, f32, i32, f32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+// CHECK: call @pa_host_decode_v2(%[[CTX]], %[[STREAM]], %[[BF16]], %[[BF16]], %[[NSEQ]], %[[H]], %[[KVH]], %[[D]], %[[B]], %{{.*}}, %{{.*}}, %{{.*}}, %[[PS]], %[[AUTO]], %[[SCALE]], %[[QP]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[TP]], %[[ALP]], %[[WIN]], %[[CAP]], %[[AUTO]], %[[ZEROF]], %[[ZEROF]], %[[NULL]], %[[NULL]], %[[NULL]], %[[NULL]], %{{[^,]*}}, %[[STATUS]]) : (!llvm.ptr, !llvm.ptr, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, f32, i32, f32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr) -> i32
 // CHECK-NEXT: return
 // The variant's kernels, for export.
 // CHECK: gpu.module @pa_bf16_d64_b32
@@ -166,7 +166,7 @@ func.func @workspace(%n: index, %p: index,
 // CHECK: %[[SK:.*]] = memref.extract_aligned_pointer_as_index %arg5
 // CHECK: %[[SKI:.*]] = arith.index_cast %[[SK]] : index to i64
 // CHECK: %[[SKP:.*]] = llvm.inttoptr %[[SKI]] : i64 to !llvm.ptr
-// CHECK: call @pa_host_decode_v2({{.*}}, %[[SKP]], %{{[^,]*}}) :
+// CHECK: call @pa_host_decode_v2({{.*}}, %[[SKP]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}) :
 func.func @with_sinks(%q: memref<?x16x64xf16>, %kc: memref<?x4x8x16x8xf16>,
                       %vc: memref<?x4x64x16xf16>, %bt: memref<?x?xi32>,
                       %sl: memref<?xi32>, %sinks: memref<16xf32>,

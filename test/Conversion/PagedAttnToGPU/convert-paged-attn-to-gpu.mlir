@@ -4,8 +4,8 @@
 // adaptive grid with a one-pass branch.
 
 // CHECK-LABEL: func.func @adaptive
-// CHECK-SAME: (%[[Q:[^:]*]]: memref<?x32x128xf16>, %{{.*}}, %[[MAX:[^:]*]]: index,
-// CHECK: %[[SEQS:.*]] = memref.dim %[[Q]], %c0
+// CHECK-SAME: (%[[Q:[^:]*]]: memref<?x32x128xf16>, %{{.*}}, %{{.*}}, %{{.*}}, %[[SL:[^:]*]]: memref<?xi32>, %[[MAX:[^:]*]]: index,
+// CHECK: %[[SEQS:.*]] = memref.dim %[[SL]], %c0
 // CHECK: %[[PARTS:.*]] = arith.ceildivui %[[MAX]], %c512
 // CHECK: %[[QF:.*]] = memref.reinterpret_cast %[[Q]] to offset: [0], sizes: [1099511627776], strides: [1] : memref<?x32x128xf16> to memref<1099511627776xf16>
 // CHECK: %[[SCALE:.*]] = arith.constant 0.0883883461 : f32
@@ -20,7 +20,7 @@
 // CHECK:   %[[RH:.*]] = arith.ceildivui %c4, %[[P8]]
 // CHECK:   %[[HEADS:.*]] = arith.constant 32 : index
 // CHECK:   %[[RX:.*]] = arith.ceildivui %[[HEADS]], %[[RH]]
-// CHECK:   gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_reduce blocks in (%[[RX]], %[[SEQS]], %{{.*}}) threads in (%{{.*}}) args({{.*}}, %[[PI32:[^ ]*]] : i32, %{{[^ ]*}} : memref<1099511627776xf32>, %{{[^ ]*}} : i32)
+// CHECK:   gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_reduce blocks in (%[[RX]], %[[SEQS]], %{{.*}}) threads in (%{{.*}}) args({{.*}}, %[[PI32:[^ ]*]] : i32, %{{[^ ]*}} : memref<1099511627776xf32>, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %{{[^ ]*}} : i32)
 // CHECK: }
 func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
     %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %max: index,
@@ -36,7 +36,7 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 }
 
 // The variant module: the key, three kernels, bare-pointer flat parameters.
-// CHECK: gpu.module @pa_f16_d128_b16_h4 attributes {paged_attn.variant = {block_size = 16 : i64, cache_dtype = f16, dtype = f16, ext_logits = false, head_size = 128 : i64, heads_per_program = 4 : i64, reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 9472 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+// CHECK: gpu.module @pa_f16_d128_b16_h4 attributes {paged_attn.variant = {block_size = 16 : i64, cache_dtype = f16, dtype = f16, ext_logits = false, head_size = 128 : i64, heads_per_program = 4 : i64, reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))*query_slots", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 9472 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
 
 // Partition kernel: one program per (partition, kv head x tile, sequence);
 // sentinels for empty partitions; the token loop over warp steps carrying
@@ -108,7 +108,7 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // memory (a head of one warp skips both workgroup merges) and only a slot
 // with a real head stores. Both walks start at the
 // sliding window's first partition (%[[RW]]).
-// CHECK: gpu.func @pa_f16_d128_b16_h4_reduce(%{{.*}}: memref<1099511627776xi32>, %{{.*}}: memref<1099511627776xf16>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[RW:[^:]*]]: i32, %[[NP:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xf32>, %{{[^:]*}}: i32) workgroup(%[[RS:.*]] : memref<520xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// CHECK: gpu.func @pa_f16_d128_b16_h4_reduce(%{{.*}}: memref<1099511627776xi32>, %{{.*}}: memref<1099511627776xf16>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[RW:[^:]*]]: i32, %[[NP:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xf32>, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32) workgroup(%[[RS:.*]] : memref<520xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: %[[LANE:.*]] = arith.remui %[[TID]], %c32
 // CHECK: %[[WARP:.*]] = arith.divui %[[TID]], %c32
@@ -121,7 +121,11 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK: %[[HT:.*]] = arith.muli %[[WARPS]], %c32
 // CHECK: %[[HTID:.*]] = arith.addi %{{.*}}, %[[LANE]]
 // CHECK: %[[BX:.*]] = gpu.block_id x
-// CHECK: %[[H0:.*]] = arith.muli %[[BX]], %[[PER]]
+// The grid's x is head blocks times query slots (one here): the block's
+// head block, then the row's programs only (scf.if).
+// CHECK: %[[HB:.*]] = arith.divui %[[BX]], %{{.*}} : index
+// CHECK: scf.if %{{.*}} {
+// CHECK: %[[H0:.*]] = arith.muli %[[HB]], %[[PER]]
 // CHECK: %[[HEAD:.*]] = arith.addi %[[H0]], %[[SLOT]]
 // CHECK: %[[VALID:.*]] = arith.cmpi ult, %[[HEAD]]
 // CHECK: arith.minui %[[HEAD]]
@@ -215,11 +219,13 @@ func.func @one_pass_only(%q: memref<4x12x128xf32>, %kc: memref<64x2x32x8x4xf32>,
 // the sequence's end, and the step loop starts at the window's step.
 // CHECK-LABEL: func.func @sliding_window
 // CHECK: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_partition
-// CHECK-SAME: %c1024_i32 : i32)
+// CHECK-SAME: %c1024_i32 : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32)
 // CHECK: gpu.module @pa_f16_d128_b16_h4 attributes {paged_attn.variant = {{{.*}}ext_logits = false,
-// CHECK: gpu.func @pa_f16_d128_b16_h4_partition({{.*}}, %[[W:[^:]*]]: i32) workgroup
+// CHECK: gpu.func @pa_f16_d128_b16_h4_partition({{.*}}, %[[W:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32) workgroup
 // CHECK: %[[SL:.*]] = memref.load %{{.*}}[%block_id_z] : memref<1099511627776xi32>
-// CHECK-NEXT: %[[LEN:.*]] = arith.index_cast %[[SL]] : i32 to index
+// CHECK-NEXT: arith.index_cast %[[SL]] : i32 to index
+// The row's context (one query token per sequence: seq_lens[s]), at least 0.
+// CHECK: %[[LEN:.*]] = arith.maxsi
 // CHECK: %[[WI:.*]] = arith.index_cast %[[W]] : i32 to index
 // CHECK-NEXT: %[[LONG:.*]] = arith.cmpi ugt, %[[LEN]], %[[WI]] : index
 // CHECK: %[[ON:.*]] = arith.cmpi sgt, %[[WI]], %{{.*}} : index

@@ -99,6 +99,10 @@ inline constexpr KernelParam kKernelParams[] = {
     // epilogue, reducer), never by the partition kernel.
     {"sinks",              ParamType::F32Ptr,   ParamWhen::Always,    param_roles::O | param_roles::R},
     {"has_sinks",          ParamType::I32,      ParamWhen::Always,    param_roles::O | param_roles::R},
+    // Several query tokens per sequence: max_query_len 0 means one (row =
+    // sequence) and query_start_loc is then never read.
+    {"query_start_loc",    ParamType::I32Ptr,   ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
+    {"max_query_len",      ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     // clang-format on
 };
 
