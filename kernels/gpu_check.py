@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Checks bundles directly on a GPU, without the runtime: loads a bundle's
 PTX with CuPy (driver JIT), launches its kernels the way the manifest says,
-and compares against a float64 reference computed by torch on the same
-inputs. A development tool and a cross-check of the runtime's e2e tests.
+and compares against the tests' float64 reference (pa_testlib.reference)
+on the same inputs. A development tool and a cross-check of the runtime's
+e2e tests.
 
 Usage: gpu_check.py --library DIR [--filter SUBSTR] [--seed N]
 """
@@ -15,6 +16,17 @@ import sys
 import cupy
 import numpy as np
 import torch
+
+
+def import_testlib():
+    """pa_testlib (the inputs and the float64 reference the tests use)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "test", "Integration", "Python"))
+    import pa_testlib
+    return pa_testlib
+
+
+T = import_testlib()
 
 TORCH = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 BOUND = {"f16": 5e-3, "bf16": 1e-2, "f32": 1e-4}
@@ -33,42 +45,6 @@ def read_manifest(path):
         else:
             m[f[0]] = f[1]
     return m
-
-
-def make_case(g, S, H, KVH, D, bs, lens, dtype):
-    x = 16 // torch.tensor([], dtype=dtype).element_size()
-    nb = [(L + bs - 1) // bs for L in lens]
-    nblocks = sum(nb) + 3
-    kc = (torch.randn(nblocks, KVH, D // x, bs, x, generator=g) * 0.5).to(dtype)
-    vc = torch.randn(nblocks, KVH, D, bs, generator=g).to(dtype)
-    perm = torch.randperm(nblocks, generator=g)
-    maxb = max(nb)
-    bt = torch.zeros(S, maxb, dtype=torch.int32)
-    pos = 0
-    for i, n in enumerate(nb):
-        bt[i, :n] = perm[pos:pos + n].to(torch.int32)
-        pos += n
-    q = torch.randn(S, H, D, generator=g).to(dtype)
-    return q, kc, vc, bt, torch.tensor(lens, dtype=torch.int32)
-
-
-def reference(q, kc, vc, bt, sl, scale):
-    S, H, D = q.shape
-    nb, KVH, Dx, bs, x = kc.shape
-    grp = H // KVH
-    k = kc.double().permute(0, 3, 1, 2, 4).reshape(nb, bs, KVH, D)
-    v = vc.double().permute(0, 3, 1, 2)
-    out = torch.empty(S, H, D, dtype=torch.float64)
-    for s in range(S):
-        L = int(sl[s])
-        blocks = bt[s, :(L + bs - 1) // bs].long()
-        ks = k[blocks].reshape(-1, KVH, D)[:L]
-        vs = v[blocks].reshape(-1, KVH, D)[:L]
-        for h in range(H):
-            kv = h // grp
-            p = torch.softmax(ks[:, kv] @ q[s, h].double() * scale, 0)
-            out[s, h] = p @ vs[:, kv]
-    return out
 
 
 def ptr(t):
@@ -125,8 +101,9 @@ def main():
         ]
         g = torch.Generator().manual_seed(a.seed)
         for ci, (S, H, KVH, lens, pt, fixed) in enumerate(cases):
-            q, kc, vc, bt, sl = make_case(g, S, H, KVH, D, bs, lens, dtype)
-            ref = reference(q, kc, vc, bt, sl, 1 / math.sqrt(D))
+            q, kc, vc, bt, sl = T.simple_case(torch, g, S, H, KVH, D, bs, lens, dtype,
+                                              spare_blocks=3, device="cpu")
+            ref = T.reference(q, kc, vc, bt, sl, 1 / math.sqrt(D))
             maxp = (max(lens) + pt - 1) // pt + (1 if fixed else 0)
             dev = [t.cuda() for t in (q, kc, vc, bt, sl)]
             out = run(m, mod, *dev, 1 / math.sqrt(D), pt, maxp, fixed).double().cpu()

@@ -4,7 +4,8 @@ kernel where triton and the seed file are present), on vLLM's paged layouts,
 in one run on the same inputs. Prints TB/s, ms, % of the device-to-device
 copy bandwidth measured first and % of the read ceiling: a kernel that only
 reads as many bytes as the config's K and V (scripts/ceiling.py); every
-implementation is checked against a float32 reference before it is timed.
+implementation is checked against the tests' float64 reference
+(test/Integration/Python/pa_testlib.py) before it is timed.
 
 Usage (a CUDA GPU with torch; PYTHONPATH=runtime/python, PA_KERNEL_LIBRARY):
   scripts/bench.py                      the standard configs (docs/performance.md)
@@ -25,12 +26,24 @@ import argparse
 import importlib.util
 import json
 import math
+import os
 import sys
 
 import torch
 
 import ceiling
 from paged_attn import _checks, ops, paged_attention_v2
+
+
+def import_testlib():
+    """pa_testlib (the inputs and the float64 reference the tests use)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "test", "Integration", "Python"))
+    import pa_testlib
+    return pa_testlib
+
+
+T = import_testlib()
 
 CONFIGS = {  # name: seqs, heads, kv heads, head size, block size, context ("r" = ragged)
     "mha-b64-L1024": (64, 32, 32, 128, 16, 1024),
@@ -51,22 +64,10 @@ def median_ms(fn, rep_ms=200):
 
 
 def make_case(seqs, heads, kv_heads, d, bs, lens, dtype, seed):
-    g = torch.Generator().manual_seed(seed)
-    gd = torch.Generator(device="cuda").manual_seed(seed)  # the large tensors
-    x = 16 // torch.tensor([], dtype=dtype).element_size()
-    nb = [(n + bs - 1) // bs for n in lens]
-    nblocks = sum(nb) + 1
-    kc = (torch.randn(nblocks, kv_heads, d // x, bs, x, generator=gd, device="cuda") * 0.5
-          ).to(dtype)
-    vc = torch.randn(nblocks, kv_heads, d, bs, generator=gd, device="cuda").to(dtype)
-    perm = torch.randperm(nblocks, generator=g)
-    bt = torch.zeros(seqs, max(nb), dtype=torch.int32)
-    pos = 0
-    for i, n in enumerate(nb):
-        bt[i, :n] = perm[pos:pos + n].to(torch.int32)
-        pos += n
-    q = torch.randn(seqs, heads, d, generator=g).to(dtype).cuda()
-    return q, kc, vc, bt.cuda(), torch.tensor(lens, dtype=torch.int32, device="cuda")
+    """pa_testlib.simple_case with one spare block, the caches drawn on the GPU."""
+    return T.simple_case(torch, torch.Generator().manual_seed(seed), seqs, heads, kv_heads, d,
+                         bs, lens, dtype, spare_blocks=1,
+                         cache_generator=torch.Generator(device="cuda").manual_seed(seed))
 
 
 def dense(kc, vc, bt, length):
@@ -80,18 +81,9 @@ def dense(kc, vc, bt, length):
     return K.contiguous(), V.contiguous()
 
 
-def reference(q, kc, vc, bt, sl, scale):
-    """float32, one sequence at a time."""
-    out = torch.empty(q.shape, dtype=torch.float32, device="cuda")
-    grp = q.shape[1] // kc.shape[1]
-    for s in range(q.shape[0]):
-        n = int(sl[s])
-        K, V = dense(kc, vc, bt[s:s + 1], n)
-        k = K[0].float().repeat_interleave(grp, 0)
-        v = V[0].float().repeat_interleave(grp, 0)
-        p = torch.softmax(torch.einsum("hd,hld->hl", q[s].float(), k) * scale, -1)
-        out[s] = torch.einsum("hl,hld->hd", p, v)
-    return out
+def reference(q, kc, vc, bt, sl, scale, **fp8):
+    """The tests' float64 reference, on the GPU; fp8: kv_cache_dtype, k_scale, v_scale."""
+    return T.reference(q, kc, vc, bt, sl, scale, **fp8)
 
 
 def lengths(spec, seqs, seed):
@@ -244,8 +236,9 @@ def features(dtype, copy_tbs, rows):
 
 def fp8(dtype, copy_tbs, rows, names):
     """fp8 KV caches against the 16-bit cache: the same context quantized
-    (value = stored * scale), each checked against the float32 reference of
-    its own (dequantized) cache, then timed; TB/s counts the bytes read."""
+    (value = stored * scale), each checked against the float64 reference of
+    its own cache (the fp8 bytes read back and scaled), then timed; TB/s
+    counts the bytes read."""
     print(f"\n{'config':20} {'cache':9} {'ms':>8} {'vs 16-bit':>9} {'TB/s':>7} {'% copy':>6} "
           f"{'% read':>6}")
     for name in names:
@@ -268,21 +261,19 @@ def fp8(dtype, copy_tbs, rows, names):
                 k8 = (kc.float() / ks).to(f8)
                 v8 = (vc.float() / vs).to(f8)
                 # fp8 keys: x = 16 elements per 16 bytes.
-                nb, _, dx, _, x = kc.shape
+                nb = kc.shape[0]
                 k8 = k8.permute(0, 1, 3, 2, 4).reshape(nb, kvh, bs, d // 16, 16)
                 k8 = k8.permute(0, 1, 3, 2, 4).contiguous()
                 k, v = k8.view(torch.uint8), v8.view(torch.uint8)
                 kw = {"kv_cache_dtype": {torch.float8_e4m3fn: "fp8_e4m3",
                                          torch.float8_e5m2: "fp8_e5m2"}[f8]}
-                ref_k = (k8.to(torch.float32) * ks).reshape(nb, kvh, d // 16, bs, 16)
-                ref_k = ref_k.permute(0, 1, 3, 2, 4).reshape(nb, kvh, bs, dx, x)
-                ref_k = ref_k.permute(0, 1, 3, 2, 4).contiguous()
             call = lambda: paged_attention_v2(out, es, ml, tmp, q, k, v, kvh, scale, bt, sl, bs,
                                               max_len, None, k_scale=ks, v_scale=vs, **kw)
             call()
             torch.cuda.synchronize()
-            ref = reference(q, kc if f8 is None else ref_k,
-                            vc if f8 is None else v8.to(torch.float32) * vs, bt, sl, scale)
+            # The reference reads the fp8 bytes back: value = stored * scale.
+            ref = reference(q, k, v, bt, sl, scale, kv_cache_dtype=kw.get("kv_cache_dtype"),
+                            k_scale=ks, v_scale=vs)
             err = ((out.float() - ref).norm() / ref.norm()).item()
             if not math.isfinite(err) or err > 2e-2:
                 print(f"{name}: {label} WRONG (rel err {err:.2e}); not timed")
@@ -307,7 +298,7 @@ def partitions(dtype, copy_tbs, rows, names):
     """The partition study: for each config, the adaptive rule's call, then
     every count p of PARTITION_COUNTS (partitions of at least 256 tokens)
     forced through the fixed grid with partitions of roundup(ceil(L / p), 64)
-    tokens. Each launch is checked against the float32 reference first.
+    tokens. Each launch is checked against the float64 reference first.
     TB/s; the best count is marked."""
     print(f"\n{'config':20} {'call':10} {'p':>3} {'tokens':>6} {'TB/s':>7} {'ms':>8}")
     for name in names:

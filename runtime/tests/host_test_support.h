@@ -31,6 +31,7 @@ using namespace pa;
 
 struct Harness {
   int passed = 0, failed = 0;
+  long checks = 0;     // assertions evaluated, over all cases
   std::string failure; // first failure of the current case
 };
 
@@ -44,12 +45,19 @@ inline void fail(const char *file, int line, const std::string &why) {
                     std::to_string(line) + ": " + why;
 }
 
+/// Runs one case. A case that evaluates no assertion fails: it tests
+/// nothing. The line names the assertions the case evaluated, so a
+/// refactoring of the tests can show it kept every one.
 inline void run(const char *name, const std::function<void()> &body) {
   harness.failure.clear();
+  long before = harness.checks;
   body();
+  long checks = harness.checks - before;
+  if (checks == 0 && harness.failure.empty())
+    harness.failure = "the case evaluates no assertion";
   if (harness.failure.empty()) {
     ++harness.passed;
-    std::printf("PASS %s\n", name);
+    std::printf("PASS %s (%ld checks)\n", name, checks);
   } else {
     ++harness.failed;
     std::printf("FAIL %s: %s\n", name, harness.failure.c_str());
@@ -65,6 +73,7 @@ template <typename T> std::string show(const T &v) {
 
 #define CHECK(cond)                                                            \
   do {                                                                         \
+    ++harness.checks;                                                          \
     if (!(cond)) {                                                             \
       fail(__FILE__, __LINE__, "CHECK(" #cond ") failed");                     \
       return;                                                                  \
@@ -73,6 +82,7 @@ template <typename T> std::string show(const T &v) {
 
 #define CHECK_EQ(a, b)                                                         \
   do {                                                                         \
+    ++harness.checks;                                                          \
     auto va_ = (a);                                                            \
     auto vb_ = (b);                                                            \
     if (!(va_ == vb_)) {                                                       \
@@ -82,9 +92,20 @@ template <typename T> std::string show(const T &v) {
     }                                                                          \
   } while (0)
 
+/// CHECK with a message built (only on failure) from the case's data.
+#define CHECK_MSG(cond, why)                                                   \
+  do {                                                                         \
+    ++harness.checks;                                                          \
+    if (!(cond)) {                                                             \
+      fail(__FILE__, __LINE__, (why));                                         \
+      return;                                                                  \
+    }                                                                          \
+  } while (0)
+
 /// Checks a status's code and that its message contains `text`.
 #define CHECK_STATUS(expr, expectedCode, text)                                 \
   do {                                                                         \
+    ++harness.checks;                                                          \
     pa_status st_ = (expr);                                                    \
     std::string text_ = (text);                                                \
     if (st_.code != (expectedCode) ||                                          \

@@ -9,7 +9,8 @@
 // live in host_tests_*.cpp; this file has the status, driver and loading
 // tests and main().
 //
-// Prints "PASS name" or "FAIL name: why" per case, then "N passed, M failed";
+// Prints "PASS name (N checks)" or "FAIL name: why" per case, then the
+// assertions evaluated and "N passed, M failed";
 // exits non-zero on any failure. lit runs it: test/Runtime/host-tests.test.
 //
 //===----------------------------------------------------------------------===//
@@ -379,6 +380,7 @@ int main() {
   queryTokenTests();
 
   cleanup();
+  std::printf("%ld checks evaluated\n", harness.checks);
   std::printf("%d passed, %d failed\n", harness.passed, harness.failed);
   return harness.failed ? 1 : 0;
 }

@@ -9,9 +9,11 @@
 
 #include "host_test_support.h"
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <optional>
 
 namespace pa_test {
 
@@ -171,12 +173,17 @@ void argumentTests() {
          a.logits_soft_cap = std::numeric_limits<float>::quiet_NaN();
        },
        PA_ERROR_INVALID_ARGUMENT, "logits_soft_cap (nan) must be finite"},
-      {"args_soft_cap_negative", [](pa_decode_args &a) { a.logits_soft_cap = -5; },
-       PA_ERROR_INVALID_ARGUMENT, "logits_soft_cap (-5) must be finite and >= 0"},
-      {"args_alibi_misaligned", [](pa_decode_args &a) { a.alibi_slopes = 0x1002; },
-       PA_ERROR_INVALID_ARGUMENT, "alibi_slopes (0x1002) must be 4-byte aligned"},
+      {"args_soft_cap_negative",
+       [](pa_decode_args &a) { a.logits_soft_cap = -5; },
+       PA_ERROR_INVALID_ARGUMENT,
+       "logits_soft_cap (-5) must be finite and >= 0"},
+      {"args_alibi_misaligned",
+       [](pa_decode_args &a) { a.alibi_slopes = 0x1002; },
+       PA_ERROR_INVALID_ARGUMENT,
+       "alibi_slopes (0x1002) must be 4-byte aligned"},
       {"args_sinks_misaligned", [](pa_decode_args &a) { a.sinks = 0x1006; },
-       PA_ERROR_INVALID_ARGUMENT, "sinks (0x1006) must be 4-byte aligned (f32)"},
+       PA_ERROR_INVALID_ARGUMENT,
+       "sinks (0x1006) must be 4-byte aligned (f32)"},
       // The default context's bundle predates sinks: its kernels do not
       // take them, so a call with sinks is refused, never run without.
       {"args_sinks_need_a_bundle_taking_them",
@@ -186,7 +193,8 @@ void argumentTests() {
       // cap need an _ext one, and say so.
       {"args_alibi_needs_ext_variant",
        [](pa_decode_args &a) { a.alibi_slopes = 0x1000; }, PA_ERROR_UNSUPPORTED,
-       "(group size 4) with ALiBi / logits soft cap (an _ext variant); 1 loaded"},
+       "(group size 4) with ALiBi / logits soft cap (an _ext variant); 1 "
+       "loaded"},
       {"args_soft_cap_needs_ext_variant",
        [](pa_decode_args &a) { a.logits_soft_cap = 30; }, PA_ERROR_UNSUPPORTED,
        "with ALiBi / logits soft cap (an _ext variant)"},
@@ -226,8 +234,7 @@ void argumentTests() {
          a.k_scale = 1.0f;
          a.v_scale = std::numeric_limits<float>::quiet_NaN();
        },
-       PA_ERROR_INVALID_ARGUMENT,
-       "apply only to fp8 caches (kv_cache_dtype)"},
+       PA_ERROR_INVALID_ARGUMENT, "apply only to fp8 caches (kv_cache_dtype)"},
       {"args_auto_k_scale_ptr",
        [](pa_decode_args &a) {
          a.kv_cache_dtype = PA_KV_CACHE_AUTO;
@@ -243,8 +250,8 @@ void argumentTests() {
          a.v_scale_ptr = 0x9000;
        },
        PA_ERROR_INVALID_ARGUMENT, "v_scale_ptr 0x9000"},
-      {"args_fp8_k_scale_unset",
-       [](pa_decode_args &a) { a.k_scale = 0.0f; }, PA_ERROR_INVALID_ARGUMENT,
+      {"args_fp8_k_scale_unset", [](pa_decode_args &a) { a.k_scale = 0.0f; },
+       PA_ERROR_INVALID_ARGUMENT,
        "k_scale (0) must be finite and positive for an fp8 cache (f8E4M3FN; "
        "value = stored * k_scale): set it, or pass k_scale_ptr"},
       {"args_fp8_v_scale_unset",
@@ -425,264 +432,408 @@ pa_plan planOn(const DeviceInfo &device, const std::vector<Spec> &specs,
     CHECK_EQ((array)[2], unsigned(z));                                         \
   } while (0)
 
-void planTests() {
-  // Adaptive: partitions of roundup(max(ceil(512/64), 64*4), 16*4) = 256
-  // tokens at least, so 1 or 2 partitions; 8 KV heads x 1 tile x 1 seq = 8
-  // programs each, far below a wave: the most partitions, 2 of 256.
-  run("plan_adaptive_short", [] {
-    pa_decode_args a = validArgs();
-    a.num_seqs = 1;
-    a.max_seq_len = 512;
-    pa_status st;
-    pa_plan p = planOn(kH200, {Spec()}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h4_sm70"));
-    CHECK_EQ(p.one_pass, 0);
-    CHECK_EQ(p.partition_tokens, 256);
-    CHECK_EQ(p.num_partitions, 2);
-    CHECK_DIM3(p.grid, 2, 8, 1);
-    CHECK_DIM3(p.block, 128, 1, 1);
-    CHECK_DIM3(p.reduce_grid, 8, 1, 1);
-    CHECK_DIM3(p.reduce_block, 128, 1, 1);
-  });
+using Dim3 = std::array<unsigned, 3>;
 
-  // Host contexts know no occupancy: 16 warps per SM, 4 programs of 4
-  // warps, 528 slots on 132 SMs. 64 seqs x 2048: 8*1*64 = 512 programs per
-  // partition. One partition of 2048 tokens fills 0.97 of a wave (cost
-  // 2048 + 64); two of 1024 fill 1.94 waves (1.94 * 1088 = 2110), within
-  // 5 %: the fewer partitions win, and one partition is the one-pass kernel.
-  run("plan_adaptive_one_wave_h200", [] {
-    pa_decode_args a = validArgs();
-    a.num_seqs = 64;
-    a.max_seq_len = 2048;
-    pa_status st;
-    pa_plan p = planOn(kH200, {Spec()}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(p.partition_tokens, 2048);
-    CHECK_EQ(p.num_partitions, 1);
-    CHECK_EQ(p.one_pass, 1);
-    CHECK_DIM3(p.grid, 1, 8, 64);
-    CHECK_EQ(p.resident_programs, 0); // no driver: unknown
-  });
+/// What a planning case plans on: validArgs() on an H200 holding Spec() at
+/// first, then as its steps change them.
+struct PlanInput {
+  pa_decode_args args = validArgs();
+  DeviceInfo device = kH200;
+  std::vector<Spec> specs = {Spec()};
+};
 
-  // 64 seqs x 4096: one partition of 4096 would be one wave, but partitions
-  // hold at most 2048 tokens (a ragged batch's tail): 2 of 2048.
-  run("plan_adaptive_token_cap", [] {
-    pa_decode_args a = validArgs();
-    a.num_seqs = 64;
-    a.max_seq_len = 4096;
-    pa_status st;
-    pa_plan p = planOn(kH200, {Spec()}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(p.partition_tokens, 2048);
-    CHECK_EQ(p.num_partitions, 2);
-    CHECK_EQ(p.one_pass, 0);
-    CHECK_DIM3(p.grid, 2, 8, 64);
-  });
+/// One step of a planning case: what it changes in the call and the context
+/// (the changes accumulate over a case's steps) and what the plan must hold.
+/// Only the expectations a step sets are checked, so a step states exactly
+/// the facts its case is about.
+struct PlanStep {
+  // The call and the context: each set field replaces the last step's.
+  std::optional<int32_t> numSeqs, maxSeqLen, numHeads, numKvHeads,
+      maxNumPartitions, maxBlocksPerSeq;
+  std::optional<CUdeviceptr> alibiSlopes;
+  std::optional<DeviceInfo> device;
+  std::optional<std::vector<Spec>> specs;
+  // The expected plan; `refusedWith` set: no plan, this status code.
+  std::optional<pa_status_code> refusedWith;
+  std::optional<std::string> variant;
+  std::optional<int> onePass, partitionTokens, numPartitions, resident;
+  std::optional<Dim3> grid, block, reduceGrid, reduceBlock;
+  /// partition_tokens * num_partitions covers at least this many tokens.
+  std::optional<int64_t> covers;
 
-  // 8 seqs x 4096 (64 programs per partition): on 132 SMs (528 slots) 8
-  // partitions of 512 are 0.97 of a wave; on 80 (320 slots) 8 would be
-  // 1.6 waves, and 5 of 832 are one (5 * 64 = 320).
-  run("plan_adaptive_depends_on_sm_count", [] {
-    pa_decode_args a = validArgs();
-    a.num_seqs = 8;
-    a.max_seq_len = 4096;
-    pa_status st;
-    pa_plan p = planOn(kH200, {Spec()}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(p.partition_tokens, 512);
-    CHECK_EQ(p.num_partitions, 8);
-    CHECK_DIM3(p.grid, 8, 8, 8);
-    p = planOn(kV100, {Spec()}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(p.partition_tokens, 832);
-    CHECK_EQ(p.num_partitions, 5);
-    CHECK_DIM3(p.grid, 5, 8, 8);
-  });
+  PlanStep &seqs(int32_t n) { return numSeqs = n, *this; }
+  PlanStep &seqLen(int32_t n) { return maxSeqLen = n, *this; }
+  PlanStep &heads(int32_t n, int32_t kv) {
+    return numHeads = n, numKvHeads = kv, *this;
+  }
+  PlanStep &kvHeads(int32_t kv) { return numKvHeads = kv, *this; }
+  PlanStep &workspaceParts(int32_t n) { return maxNumPartitions = n, *this; }
+  PlanStep &blocksPerSeq(int32_t n) { return maxBlocksPerSeq = n, *this; }
+  PlanStep &alibi(CUdeviceptr p) { return alibiSlopes = p, *this; }
+  PlanStep &on(const DeviceInfo &d) { return device = d, *this; }
+  PlanStep &with(std::vector<Spec> s) { return specs = std::move(s), *this; }
 
-  // 8 seqs x 32768 with 64 workspace partitions: partitions of at most
-  // 2048 tokens, so 16 at least; 16 of 2048 (1.94 waves, cost 4097) beat 24
-  // of 1408 (2.91 waves, 4283) and 32 of 1024 (3.88 waves, 4221).
-  run("plan_adaptive_long_context", [] {
-    pa_decode_args a = validArgs();
-    a.num_seqs = 8;
-    a.max_seq_len = 32768;
-    pa_status st;
-    pa_plan p = planOn(kH200, {Spec()}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(p.partition_tokens, 2048);
-    CHECK_EQ(p.num_partitions, 16);
-    CHECK_DIM3(p.grid, 16, 8, 8);
-    // 9 to 16 partitions: each reduce program serves two heads.
-    CHECK_DIM3(p.reduce_grid, 16, 8, 1);
-  });
+  PlanStep &refused(pa_status_code c) { return refusedWith = c, *this; }
+  PlanStep &chooses(std::string v) { return variant = std::move(v), *this; }
+  PlanStep &onePassIs(int v) { return onePass = v, *this; }
+  PlanStep &tokens(int v) { return partitionTokens = v, *this; }
+  PlanStep &parts(int v) { return numPartitions = v, *this; }
+  PlanStep &residentIs(int v) { return resident = v, *this; }
+  PlanStep &gridIs(Dim3 v) { return grid = v, *this; }
+  PlanStep &blockIs(Dim3 v) { return block = v, *this; }
+  PlanStep &reduceGridIs(Dim3 v) { return reduceGrid = v, *this; }
+  PlanStep &reduceBlockIs(Dim3 v) { return reduceBlock = v, *this; }
+  PlanStep &coversTokens(int64_t n) { return covers = n, *this; }
 
-  // Warps count twice: a 2-warp bundle gets partitions of 64 tokens per warp
-  // at least (128) and twice the slots (8 programs per SM, 1056). 1 seq x
-  // 512: 8 programs per partition, so the most partitions, 4 of 128.
-  // 64 seqs x 4096: 2 partitions of 2048 (1.94 waves).
-  run("plan_adaptive_counts_warps", [] {
-    pa_decode_args a = validArgs();
-    a.num_seqs = 64;
-    a.max_seq_len = 4096;
-    Spec narrow;
-    narrow.warps = 2;
-    pa_status st;
-    pa_plan p = planOn(kH200, {narrow}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(p.partition_tokens, 2048);
-    CHECK_EQ(p.num_partitions, 2);
-    a.num_seqs = 1;
-    a.max_seq_len = 512;
-    p = planOn(kH200, {narrow}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(p.partition_tokens, 128);
-    CHECK_EQ(p.num_partitions, 4);
-  });
+  void apply(PlanInput &in) const {
+    auto set = [](auto &field, const auto &v) {
+      if (v)
+        field = *v;
+    };
+    pa_decode_args &a = in.args;
+    set(in.device, device);
+    set(in.specs, specs);
+    set(a.alibi_slopes, alibiSlopes);
+    set(a.num_seqs, numSeqs);
+    set(a.max_seq_len, maxSeqLen);
+    set(a.num_heads, numHeads);
+    set(a.num_kv_heads, numKvHeads);
+    set(a.max_num_partitions, maxNumPartitions);
+    set(a.max_blocks_per_seq, maxBlocksPerSeq);
+  }
+};
 
-  // One sequence, long context: the most partitions, 64 of 512 (512
-  // programs, under one wave of 528).
-  run("plan_adaptive_single_long_sequence", [] {
-    pa_decode_args a = validArgs();
-    a.num_seqs = 1;
-    a.max_seq_len = 32768;
-    pa_status st;
-    pa_plan p = planOn(kH200, {Spec()}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(p.partition_tokens, 512);
-    CHECK_EQ(p.num_partitions, 64);
-    CHECK_DIM3(p.reduce_grid, 32, 1, 1);
-  });
+/// A named planning case: its steps run in order on one call.
+struct PlanCase {
+  const char *name;
+  std::vector<PlanStep> steps;
+};
 
-  // The reduce grid follows the partition count: up to 8 partitions four
-  // heads per program, 9 to 16 two, more one.
-  run("plan_reduce_heads_per_program", [] {
-    pa_decode_args a = validArgs();
-    a.num_seqs = 1;
-    struct {
-      int maxSeqLen, parts, gridX;
-    } cases[] = {{2048, 8, 8}, {2049, 9, 16}, {4096, 16, 16},
-                 {4097, 17, 16}, {6144, 24, 16}, {6145, 25, 32}};
-    for (const auto &c : cases) {
-      a.max_seq_len = c.maxSeqLen;
-      pa_status st;
-      pa_plan p = planOn(kH200, {Spec()}, a, st);
-      CHECK_OK(st);
-      CHECK_EQ(p.num_partitions, c.parts);
-      CHECK_DIM3(p.reduce_grid, c.gridX, 1, 1);
+using Step = PlanStep;
+
+/// Checks the expectations `s` sets against plan `p`.
+void checkPlan(const PlanStep &s, const pa_plan &p) {
+  if (s.variant)
+    CHECK_EQ(std::string(p.variant), *s.variant);
+  if (s.onePass)
+    CHECK_EQ(p.one_pass, *s.onePass);
+  if (s.partitionTokens)
+    CHECK_EQ(p.partition_tokens, *s.partitionTokens);
+  if (s.numPartitions)
+    CHECK_EQ(p.num_partitions, *s.numPartitions);
+  if (s.resident)
+    CHECK_EQ(p.resident_programs, *s.resident);
+  if (s.grid)
+    CHECK_DIM3(p.grid, (*s.grid)[0], (*s.grid)[1], (*s.grid)[2]);
+  if (s.block)
+    CHECK_DIM3(p.block, (*s.block)[0], (*s.block)[1], (*s.block)[2]);
+  if (s.reduceGrid)
+    CHECK_DIM3(p.reduce_grid, (*s.reduceGrid)[0], (*s.reduceGrid)[1],
+               (*s.reduceGrid)[2]);
+  if (s.reduceBlock)
+    CHECK_DIM3(p.reduce_block, (*s.reduceBlock)[0], (*s.reduceBlock)[1],
+               (*s.reduceBlock)[2]);
+  if (s.covers)
+    CHECK(int64_t(p.partition_tokens) * p.num_partitions >= *s.covers);
+}
+
+/// Plans the call as changed by `s` and checks the outcome.
+void checkStep(const PlanStep &s, PlanInput &in) {
+  s.apply(in);
+  pa_status st;
+  pa_plan p = planOn(in.device, in.specs, in.args, st);
+  if (s.refusedWith) {
+    CHECK_EQ(int(st.code), int(*s.refusedWith));
+    return;
+  }
+  CHECK_OK(st);
+  checkPlan(s, p);
+}
+
+/// Runs a case; a failure names the step (1-based) it happened in.
+void runPlanCase(const PlanCase &c) {
+  run(c.name, [&c] {
+    PlanInput in;
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      checkStep(c.steps[i], in);
+      if (!harness.failure.empty()) {
+        harness.failure += " (step " + std::to_string(i + 1) + ")";
+        return;
+      }
     }
   });
+}
 
-  // Rounding to token_step*warps: ceil(20000/64) = 313 -> 320.
-  run("plan_adaptive_rounds_to_token_step_times_warps", [] {
-    pa_decode_args a = validArgs();
-    a.num_seqs = 1;
-    a.num_kv_heads = 1;
-    a.num_heads = 4;
-    a.max_seq_len = 20000;
-    pa_status st;
-    pa_plan p = planOn(kH200, {Spec()}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(p.partition_tokens, 320);
-    CHECK_EQ(p.num_partitions, 63);
-    Spec wide;
-    wide.warps = 8;
-    wide.step = 32; // unit 256
-    p = planOn(kH200, {wide}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(p.partition_tokens, 512);
-    CHECK_EQ(p.num_partitions, 40);
-  });
+/// A bundle and its wide twin (the same kernel with 8 warps per program),
+/// the wide one first: load order must not matter.
+std::vector<Spec> wideTwins() {
+  Spec narrow, wide;
+  narrow.chip = wide.chip = "sm_90";
+  narrow.tile = wide.tile = 8;
+  narrow.name = "f16_d128_b16_h8_mma_sm90";
+  wide.name = "f16_d128_b16_h8_w8_mma_sm90";
+  wide.warps = 8;
+  return {wide, narrow};
+}
 
-  // A context that fits one partition takes the one-pass kernel: no reduce.
-  run("plan_one_pass", [] {
-    pa_decode_args a = validArgs();
-    a.max_seq_len = 200;
-    pa_status st;
-    pa_plan p = planOn(kH200, {Spec()}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(p.one_pass, 1);
-    CHECK_EQ(p.num_partitions, 1);
-    CHECK_EQ(p.partition_tokens, 256);
-    CHECK_DIM3(p.grid, 1, 8, 4);
-    CHECK_DIM3(p.reduce_grid, 0, 0, 0);
-    CHECK_DIM3(p.reduce_block, 0, 0, 0);
-  });
+/// The sm_70 library's declared twin (the SIMT kernel with the 4-head tile
+/// and 8 warps for the wmma kernel's 8-head tile), a 1-head tile, the wmma.
+std::vector<Spec> declaredTwins() {
+  Spec wmma, simt, h1;
+  wmma.tile = 8;
+  wmma.name = "f16_d128_b16_h8_wmma_sm70";
+  simt.warps = 8;
+  simt.name = "f16_d128_b16_h4_w8_sm70";
+  simt.twinOf = wmma.name;
+  h1 = tileSpec(1);
+  return {simt, h1, wmma};
+}
 
-  // Doubling can end in one partition: the one-pass kernel then.
-  run("plan_one_pass_after_doubling", [] {
-    pa_decode_args a = validArgs();
-    a.num_seqs = 512;
-    a.max_seq_len = 1000;
-    pa_status st;
-    pa_plan p = planOn(kH200, {Spec()}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(p.num_partitions, 1);
-    CHECK_EQ(p.partition_tokens, 1024);
-    CHECK_EQ(p.one_pass, 1);
-  });
+Spec withWarps(int warps, int step = 16) {
+  Spec s;
+  s.warps = warps;
+  s.step = step;
+  return s;
+}
 
-  run("plan_one_partition_without_onepass_kernel", [] {
-    Spec s;
-    s.onePass = false;
-    pa_decode_args a = validArgs();
-    a.max_seq_len = 200;
-    pa_status st;
-    pa_plan p = planOn(kH200, {s}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(p.one_pass, 0);
-    CHECK_EQ(p.num_partitions, 1);
-    CHECK_DIM3(p.grid, 1, 8, 4);
-    CHECK_DIM3(p.reduce_grid, 8, 4, 1);
-  });
+Spec withoutOnePass() {
+  Spec s;
+  s.onePass = false;
+  return s;
+}
 
-  // Fixed grid: capacity 2048*16 = 32768 tokens over 64 partitions ->
-  // max(512, roundup(512, 16)) = 512 tokens, all 64 partitions launched.
-  run("plan_fixed_grid", [] {
-    pa_decode_args a = validArgs();
-    a.max_seq_len = 0;
-    pa_status st;
-    pa_plan p = planOn(kH200, {Spec()}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(p.one_pass, 0);
-    CHECK_EQ(p.partition_tokens, 512);
-    CHECK_EQ(p.num_partitions, 64);
-    CHECK_DIM3(p.grid, 64, 8, 4);
-    // 64 partitions: one head per reduce program (KernelBuilders.h).
-    CHECK_DIM3(p.reduce_grid, 32, 4, 1);
-    // No dependence on the SM count or the batch's lengths.
-    pa_plan q = planOn(kV100, {Spec()}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(q.partition_tokens, 512);
-    CHECK_EQ(q.num_partitions, 64);
-  });
+std::vector<Spec> extWideTwins() {
+  std::vector<Spec> specs = wideTwins();
+  specs[0].features = kExtFeatures;
+  return specs;
+}
 
-  // A workspace smaller than capacity/partition_size: partitions grow.
-  // ceil(32768/10) = 3277 -> roundup 16 = 3280 tokens x 10 partitions.
-  run("plan_fixed_grid_small_workspace", [] {
-    pa_decode_args a = validArgs();
-    a.max_seq_len = 0;
-    a.max_num_partitions = 10;
-    pa_status st;
-    pa_plan p = planOn(kH200, {Spec()}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(p.partition_tokens, 3280);
-    CHECK_EQ(p.num_partitions, 10);
-    CHECK(int64_t(p.partition_tokens) * p.num_partitions >= 32768);
-  });
+/// The planning cases that plan public calls and check the plans.
+const std::vector<PlanCase> &planCases() {
+  const std::string twin = "f16_d128_b16_h4_w8_sm70",
+                    wmma = "f16_d128_b16_h8_wmma_sm70",
+                    narrow = "f16_d128_b16_h8_mma_sm90",
+                    wide = "f16_d128_b16_h8_w8_mma_sm90";
+  // clang-format off: a step reads as the call it plans, then the plan.
+  static const std::vector<PlanCase> cases = {
+      // Adaptive: partitions of roundup(max(ceil(512/64), 64*4), 16*4) = 256
+      // tokens at least, so 1 or 2 partitions; 8 KV heads x 1 tile x 1 seq
+      // = 8 programs each, far below a wave: the most partitions, 2 of 256.
+      {"plan_adaptive_short",
+       {Step()
+            .seqs(1)
+            .seqLen(512)
+            .chooses("f16_d128_b16_h4_sm70")
+            .onePassIs(0)
+            .tokens(256)
+            .parts(2)
+            .gridIs({2, 8, 1})
+            .blockIs({128, 1, 1})
+            .reduceGridIs({8, 1, 1})
+            .reduceBlockIs({128, 1, 1})}},
+      // Host contexts know no occupancy: 16 warps per SM, 4 programs of 4
+      // warps, 528 slots on 132 SMs. 64 seqs x 2048: 8*1*64 = 512 programs
+      // per partition. One partition of 2048 tokens fills 0.97 of a wave
+      // (cost 2048 + 64); two of 1024 fill 1.94 waves (1.94 * 1088 = 2110),
+      // within 5 %: the fewer partitions win, and one partition is the
+      // one-pass kernel. resident_programs 0: no driver, unknown.
+      {"plan_adaptive_one_wave_h200",
+       {Step()
+            .seqs(64)
+            .seqLen(2048)
+            .tokens(2048)
+            .parts(1)
+            .onePassIs(1)
+            .gridIs({1, 8, 64})
+            .residentIs(0)}},
+      // 64 seqs x 4096: one partition of 4096 would be one wave, but
+      // partitions hold at most 2048 tokens (a ragged batch's tail): 2 of
+      // 2048.
+      {"plan_adaptive_token_cap",
+       {Step().seqs(64).seqLen(4096).tokens(2048).parts(2).onePassIs(0).gridIs(
+           {2, 8, 64})}},
+      // 8 seqs x 4096 (64 programs per partition): on 132 SMs (528 slots) 8
+      // partitions of 512 are 0.97 of a wave; on 80 (320 slots) 8 would be
+      // 1.6 waves, and 5 of 832 are one (5 * 64 = 320).
+      {"plan_adaptive_depends_on_sm_count",
+       {Step().seqs(8).seqLen(4096).tokens(512).parts(8).gridIs({8, 8, 8}),
+        Step().on(kV100).tokens(832).parts(5).gridIs({5, 8, 8})}},
+      // 8 seqs x 32768 with 64 workspace partitions: partitions of at most
+      // 2048 tokens, so 16 at least; 16 of 2048 (1.94 waves, cost 4097) beat
+      // 24 of 1408 (2.91 waves, 4283) and 32 of 1024 (3.88 waves, 4221).
+      // 9 to 16 partitions: each reduce program serves two heads.
+      {"plan_adaptive_long_context",
+       {Step()
+            .seqs(8)
+            .seqLen(32768)
+            .tokens(2048)
+            .parts(16)
+            .gridIs({16, 8, 8})
+            .reduceGridIs({16, 8, 1})}},
+      // Warps count twice: a 2-warp bundle gets partitions of 64 tokens per
+      // warp at least (128) and twice the slots (8 programs per SM, 1056).
+      // 64 seqs x 4096: 2 partitions of 2048 (1.94 waves). 1 seq x 512: 8
+      // programs per partition, so the most partitions, 4 of 128.
+      {"plan_adaptive_counts_warps",
+       {Step().with({withWarps(2)}).seqs(64).seqLen(4096).tokens(2048).parts(2),
+        Step().seqs(1).seqLen(512).tokens(128).parts(4)}},
+      // One sequence, long context: the most partitions, 64 of 512 (512
+      // programs, under one wave of 528).
+      {"plan_adaptive_single_long_sequence",
+       {Step().seqs(1).seqLen(32768).tokens(512).parts(64).reduceGridIs(
+           {32, 1, 1})}},
+      // The reduce grid follows the partition count: up to 8 partitions four
+      // heads per program, 9 to 16 two, more one.
+      {"plan_reduce_heads_per_program",
+       {Step().seqs(1).seqLen(2048).parts(8).reduceGridIs({8, 1, 1}),
+        Step().seqLen(2049).parts(9).reduceGridIs({16, 1, 1}),
+        Step().seqLen(4096).parts(16).reduceGridIs({16, 1, 1}),
+        Step().seqLen(4097).parts(17).reduceGridIs({16, 1, 1}),
+        Step().seqLen(6144).parts(24).reduceGridIs({16, 1, 1}),
+        Step().seqLen(6145).parts(25).reduceGridIs({32, 1, 1})}},
+      // Rounding to token_step*warps: ceil(20000/64) = 313 -> 320; with 8
+      // warps of token step 32 (unit 256), 512.
+      {"plan_adaptive_rounds_to_token_step_times_warps",
+       {Step().seqs(1).heads(4, 1).seqLen(20000).tokens(320).parts(63),
+        Step().with({withWarps(8, 32)}).tokens(512).parts(40)}},
+      // A context that fits one partition takes the one-pass kernel: no
+      // reduce.
+      {"plan_one_pass",
+       {Step()
+            .seqLen(200)
+            .onePassIs(1)
+            .parts(1)
+            .tokens(256)
+            .gridIs({1, 8, 4})
+            .reduceGridIs({0, 0, 0})
+            .reduceBlockIs({0, 0, 0})}},
+      // Doubling can end in one partition: the one-pass kernel then.
+      {"plan_one_pass_after_doubling",
+       {Step().seqs(512).seqLen(1000).parts(1).tokens(1024).onePassIs(1)}},
+      {"plan_one_partition_without_onepass_kernel",
+       {Step()
+            .with({withoutOnePass()})
+            .seqLen(200)
+            .onePassIs(0)
+            .parts(1)
+            .gridIs({1, 8, 4})
+            .reduceGridIs({8, 4, 1})}},
+      // Fixed grid: capacity 2048*16 = 32768 tokens over 64 partitions ->
+      // max(512, roundup(512, 16)) = 512 tokens, all 64 partitions launched;
+      // 64 partitions: one head per reduce program (KernelBuilders.h). No
+      // dependence on the SM count or the batch's lengths.
+      {"plan_fixed_grid",
+       {Step()
+            .seqLen(0)
+            .onePassIs(0)
+            .tokens(512)
+            .parts(64)
+            .gridIs({64, 8, 4})
+            .reduceGridIs({32, 4, 1}),
+        Step().on(kV100).tokens(512).parts(64)}},
+      // A workspace smaller than capacity/partition_size: partitions grow.
+      // ceil(32768/10) = 3277 -> roundup 16 = 3280 tokens x 10 partitions.
+      {"plan_fixed_grid_small_workspace",
+       {Step().seqLen(0).workspaceParts(10).tokens(3280).parts(10).coversTokens(
+           32768)}},
+      // 100 blocks per sequence: 1600 tokens in the one partition.
+      {"plan_fixed_grid_one_pass",
+       {Step()
+            .seqLen(0)
+            .workspaceParts(1)
+            .blocksPerSeq(100)
+            .onePassIs(1)
+            .tokens(1600)
+            .parts(1)}},
+      // A wide twin (the same kernel with 8 warps per program) runs the
+      // grids it holds in one wave, re-planned for its width; larger grids
+      // run the default width. Host contexts: 16 warps per SM, so 264 slots
+      // of 8-warp programs on 132 SMs (528 of 4 warps). Batch 1, one
+      // partition of 512: 8 programs; fixed grid: the same programs,
+      // whatever the lengths.
+      {"plan_wide_twin_small_grid",
+       {Step()
+            .with(wideTwins())
+            .seqs(1)
+            .seqLen(512)
+            .workspaceParts(1)
+            .chooses(wide)
+            .onePassIs(1)
+            .gridIs({1, 8, 1})
+            .blockIs({256, 1, 1}),
+        Step().seqLen(0).chooses(wide)}},
+      // 33 x 8 = 264 programs: one wave of 8-warp programs; 34 (272): more
+      // than a wave, the default width. gqa-b64-L4096: 512 programs per
+      // partition, the default width.
+      {"plan_wide_twin_one_wave_boundary",
+       {Step().with(wideTwins()).seqLen(512).seqs(33).blockIs({256, 1, 1}),
+        Step().seqs(34).chooses(narrow).blockIs({128, 1, 1}),
+        Step().seqs(64).seqLen(4096).blockIs({128, 1, 1}).parts(2)}},
+      // One sequence of 32768 tokens, 8 programs per partition: 4-warp
+      // programs take 64 partitions of 512 (0.97 of a wave); 8-warp ones at
+      // least 512 tokens (64 per warp), 32 of 1024 (256 programs, one wave),
+      // which is what runs. 8 x 4096 (64 programs per partition): 4
+      // partitions of 1024 are 256 programs, one wave of 8-warp ones (4-warp
+      // ones: 8 of 512).
+      {"plan_wide_twin_replans",
+       {Step()
+            .with(wideTwins())
+            .seqs(1)
+            .seqLen(32768)
+            .blockIs({256, 1, 1})
+            .parts(32)
+            .tokens(1024)
+            .gridIs({32, 8, 1}),
+        Step()
+            .seqs(8)
+            .seqLen(4096)
+            .blockIs({256, 1, 1})
+            .parts(4)
+            .tokens(1024)}},
+      // Only a kernel with the same parameters is a twin: a wide _ext bundle
+      // does not serve a plain call's small grid, and serves an ALiBi call.
+      {"plan_wide_twin_same_features_only",
+       {Step().with(extWideTwins()).seqs(1).seqLen(512).chooses(narrow),
+        Step().alibi(0x7000).chooses(wide)}},
+      // A declared twin is never chosen on its own; it runs grids of at most
+      // one program per two SMs, for groups its tile covers in as many
+      // programs per KV head as the wmma tile (up to 4), and never for larger
+      // groups, where it would read K and V twice.
+      {"plan_declared_twin",
+       {// Group 4: 8 programs.
+        Step()
+            .with(declaredTwins())
+            .seqs(1)
+            .seqLen(512)
+            .workspaceParts(1)
+            .chooses(twin)
+            .gridIs({1, 8, 1})
+            .blockIs({256, 1, 1}),
+        // Group 8: the twin's tile would read K/V twice.
+        Step().kvHeads(4).chooses(wmma).gridIs({1, 4, 1}),
+        // Group 1: the 1-head tile, which has no twin.
+        Step().kvHeads(32).chooses("f16_d128_b16_h1_sm70"),
+        // At most one program per two SMs: 66 of the 132 here. 8 sequences
+        // are 64 programs, 9 are 72.
+        Step().kvHeads(8).seqs(8).chooses(twin), Step().seqs(9).chooses(wmma),
+        // Group 4 past one wave of 8-warp programs (264 on a host context):
+        // the wmma bundle, as without the twin.
+        Step().seqs(64).seqLen(4096).workspaceParts(64).chooses(wmma),
+        // Without the wmma bundle nothing serves the call.
+        Step()
+            .with({declaredTwins()[0]})
+            .seqs(1)
+            .seqLen(512)
+            .workspaceParts(1)
+            .refused(PA_ERROR_UNSUPPORTED)}},
+  };
+  // clang-format on
+  return cases;
+}
 
-  run("plan_fixed_grid_one_pass", [] {
-    pa_decode_args a = validArgs();
-    a.max_seq_len = 0;
-    a.max_num_partitions = 1;
-    a.max_blocks_per_seq = 100; // 1600 tokens
-    pa_status st;
-    pa_plan p = planOn(kH200, {Spec()}, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(p.one_pass, 1);
-    CHECK_EQ(p.partition_tokens, 1600);
-    CHECK_EQ(p.num_partitions, 1);
-  });
+void planTests() {
+  for (const PlanCase &c : planCases())
+    runPlanCase(c);
 
   // GQA grids: y = num_kv_heads * ceil(group / tile).
   run("plan_gqa_grids", [] {
@@ -709,88 +860,11 @@ void planTests() {
     }
   });
 
-  // A wide twin (the same kernel with 8 warps per program) runs the grids
-  // it holds in one wave, re-planned for its width; larger grids run the
-  // default width. Host contexts: 16 warps per SM, so 264 slots of 8-warp
-  // programs on 132 SMs (528 of 4 warps).
-  auto twins = [] {
-    Spec narrow, wide;
-    narrow.chip = wide.chip = "sm_90";
-    narrow.tile = wide.tile = 8;
-    narrow.name = "f16_d128_b16_h8_mma_sm90";
-    wide.name = "f16_d128_b16_h8_w8_mma_sm90";
-    wide.warps = 8;
-    return std::vector<Spec>{wide, narrow}; // load order must not matter
-  };
-  run("plan_wide_twin_small_grid", [twins] {
-    pa_decode_args a = validArgs();
-    a.num_seqs = 1;
-    a.max_seq_len = 512;
-    a.max_num_partitions = 1; // batch 1, one partition of 512: 8 programs
-    pa_status st;
-    pa_plan p = planOn(kH200, twins(), a, st);
-    CHECK_OK(st);
-    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h8_w8_mma_sm90"));
-    CHECK_EQ(p.one_pass, 1);
-    CHECK_DIM3(p.grid, 1, 8, 1);
-    CHECK_DIM3(p.block, 256, 1, 1);
-    // Fixed grid: the same programs, whatever the lengths.
-    a.max_seq_len = 0;
-    p = planOn(kH200, twins(), a, st);
-    CHECK_OK(st);
-    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h8_w8_mma_sm90"));
-  });
-  run("plan_wide_twin_one_wave_boundary", [twins] {
-    pa_decode_args a = validArgs();
-    a.max_seq_len = 512;
-    a.num_seqs = 33; // 33 x 8 = 264 programs: one wave of 8-warp programs
-    pa_status st;
-    pa_plan p = planOn(kH200, twins(), a, st);
-    CHECK_OK(st);
-    CHECK_DIM3(p.block, 256, 1, 1);
-    a.num_seqs = 34; // 272: more than a wave, the default width
-    p = planOn(kH200, twins(), a, st);
-    CHECK_OK(st);
-    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h8_mma_sm90"));
-    CHECK_DIM3(p.block, 128, 1, 1);
-    // gqa-b64-L4096: 512 programs per partition, the default width.
-    a.num_seqs = 64;
-    a.max_seq_len = 4096;
-    p = planOn(kH200, twins(), a, st);
-    CHECK_OK(st);
-    CHECK_DIM3(p.block, 128, 1, 1);
-    CHECK_EQ(p.num_partitions, 2);
-  });
-  // One sequence of 32768 tokens, 8 programs per partition: 4-warp programs
-  // take 64 partitions of 512 (0.97 of a wave); 8-warp ones at least 512
-  // tokens (64 per warp), 32 of 1024 (256 programs, one wave), which is
-  // what runs.
-  run("plan_wide_twin_replans", [twins] {
-    pa_decode_args a = validArgs();
-    a.num_seqs = 1;
-    a.max_seq_len = 32768;
-    pa_status st;
-    pa_plan p = planOn(kH200, twins(), a, st);
-    CHECK_OK(st);
-    CHECK_DIM3(p.block, 256, 1, 1);
-    CHECK_EQ(p.num_partitions, 32);
-    CHECK_EQ(p.partition_tokens, 1024);
-    CHECK_DIM3(p.grid, 32, 8, 1);
-    // 8 x 4096 (64 programs per partition): 4 partitions of 1024 are 256
-    // programs, one wave of 8-warp ones (4-warp ones: 8 of 512).
-    a.num_seqs = 8;
-    a.max_seq_len = 4096;
-    p = planOn(kH200, twins(), a, st);
-    CHECK_OK(st);
-    CHECK_DIM3(p.block, 256, 1, 1);
-    CHECK_EQ(p.num_partitions, 4);
-    CHECK_EQ(p.partition_tokens, 1024);
-  });
   // The driver's occupancy sizes the wave: one resident 8-warp program per
   // SM is 132 slots, fewer than 33 x 8 programs.
-  run("plan_wide_twin_driver_occupancy", [twins] {
+  run("plan_wide_twin_driver_occupancy", [] {
     std::vector<BundleDesc> descs;
-    for (const Spec &s : twins())
+    for (const Spec &s : wideTwins())
       descs.push_back(descFor(s));
     linkWideTwins(descs);
     CHECK_EQ(descs[1].wideTwin, 0);
@@ -806,87 +880,6 @@ void planTests() {
     a.num_seqs = 33;
     CHECK_OK(planDecode(kH200, descs, a, true, plan));
     CHECK_EQ(plan.variant, 1);
-  });
-  // Only a kernel with the same parameters is a twin: a wide _ext bundle
-  // does not serve a plain call's small grid, and serves an ALiBi call.
-  run("plan_wide_twin_same_features_only", [twins] {
-    std::vector<Spec> specs = twins();
-    specs[0].features = kExtFeatures;
-    pa_decode_args a = validArgs();
-    a.num_seqs = 1;
-    a.max_seq_len = 512;
-    pa_status st;
-    pa_plan p = planOn(kH200, specs, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h8_mma_sm90"));
-    a.alibi_slopes = 0x7000;
-    p = planOn(kH200, specs, a, st);
-    CHECK_OK(st);
-    CHECK_EQ(std::string(p.variant), std::string("f16_d128_b16_h8_w8_mma_sm90"));
-  });
-
-  // A declared twin (the sm_70 library's: the SIMT kernel with the 4-head
-  // tile and 8 warps for the wmma kernel's 8-head tile) is never chosen on
-  // its own; it runs grids of at most one program per two SMs, for groups
-  // its tile covers in as many programs per KV head as the wmma tile (up to
-  // 4), and never for larger groups, where it would read K and V twice.
-  auto declared = [] {
-    Spec wmma, simt, h1;
-    wmma.tile = 8;
-    wmma.name = "f16_d128_b16_h8_wmma_sm70";
-    simt.warps = 8;
-    simt.name = "f16_d128_b16_h4_w8_sm70";
-    simt.twinOf = wmma.name;
-    h1 = tileSpec(1);
-    return std::vector<Spec>{simt, h1, wmma};
-  };
-  run("plan_declared_twin", [declared] {
-    // The variant a call plans on, or the refusal.
-    auto chosen = [&](const pa_decode_args &a) {
-      pa_status st;
-      pa_plan p = planOn(kH200, declared(), a, st);
-      return isOk(st) ? std::string(p.variant)
-                      : "refused: " + std::string(st.message);
-    };
-    const std::string twin = "f16_d128_b16_h4_w8_sm70",
-                      wmma = "f16_d128_b16_h8_wmma_sm70";
-    pa_decode_args a = validArgs();
-    a.num_seqs = 1;
-    a.max_seq_len = 512;
-    a.max_num_partitions = 1;
-    pa_status st;
-    pa_plan p = planOn(kH200, declared(), a, st); // group 4: 8 programs
-    CHECK_OK(st);
-    CHECK_EQ(std::string(p.variant), twin);
-    CHECK_DIM3(p.grid, 1, 8, 1);
-    CHECK_DIM3(p.block, 256, 1, 1);
-    a.num_kv_heads = 4; // group 8: the twin's tile would read K/V twice
-    p = planOn(kH200, declared(), a, st);
-    CHECK_OK(st);
-    CHECK_EQ(std::string(p.variant), wmma);
-    CHECK_DIM3(p.grid, 1, 4, 1);
-    a.num_kv_heads = 32; // group 1: the 1-head tile, which has no twin
-    CHECK_EQ(chosen(a), std::string("f16_d128_b16_h1_sm70"));
-    // Declared twins run grids of at most one program per two SMs: 66 of
-    // the 132 here. 8 sequences are 64 programs, 9 are 72.
-    a.num_kv_heads = 8;
-    a.num_seqs = 8;
-    CHECK_EQ(chosen(a), twin);
-    a.num_seqs = 9;
-    CHECK_EQ(chosen(a), wmma);
-    // Group 4 past one wave of 8-warp programs (264 on a host context):
-    // the wmma bundle, as without the twin.
-    a.num_seqs = 64;
-    a.max_seq_len = 4096;
-    a.max_num_partitions = 64;
-    CHECK_EQ(chosen(a), wmma);
-    // Without the wmma bundle nothing serves the call: a declared twin is
-    // never chosen on its own.
-    a.num_seqs = 1;
-    a.max_seq_len = 512;
-    a.max_num_partitions = 1;
-    p = planOn(kH200, {declared()[0]}, a, st);
-    CHECK_EQ(int(st.code), int(PA_ERROR_UNSUPPORTED));
   });
 
   run("plan_internal_matches_public", [] {
@@ -906,32 +899,35 @@ void planTests() {
     CHECK_EQ(internal.variant, 0);
   });
 
+  // planPartitions on its own, 32768 tokens, at most 64 partitions of 512.
   run("plan_rule_direct", [] {
-    // planPartitions on its own, 32768 tokens, at most 64 partitions of 512.
+    struct {
+      int64_t programsPerPartition;
+      int residentPrograms; // 0: unknown, the host context's 16 warps/SM
+      int32_t parts, tokens;
+    } cases[] = {
+        // 2112 programs per partition are 4 waves already: the longest
+        // partitions allowed, 16 of 2048.
+        {2112, 0, 16, 2048},
+        // 8 programs: even 64 partitions fill 0.97 of a wave; the most win.
+        {8, 0, 64, 512},
+        // 33: 16 partitions of 2048 are exactly one wave (528 programs).
+        {33, 0, 16, 2048},
+        // The driver's occupancy sizes the waves: 8 resident programs per
+        // SM (1056 slots) make 32 partitions of 1024 one wave.
+        {33, 8, 32, 1024},
+    };
     BundleDesc d = descFor(Spec());
     pa_decode_args a = validArgs();
     a.max_seq_len = 32768;
-    int32_t tokens = 0, parts = 0;
-    // 2112 programs per partition are 4 waves already: the longest
-    // partitions allowed, 16 of 2048.
-    CHECK_OK(planPartitions(kH200, d, a, /*programsPerPartition=*/2112, tokens,
-                            parts));
-    CHECK_EQ(parts, 16);
-    CHECK_EQ(tokens, 2048);
-    // 8 programs: even 64 partitions fill 0.97 of a wave; the most win.
-    CHECK_OK(planPartitions(kH200, d, a, 8, tokens, parts));
-    CHECK_EQ(parts, 64);
-    CHECK_EQ(tokens, 512);
-    // 33: 16 partitions of 2048 are exactly one wave (528 programs).
-    CHECK_OK(planPartitions(kH200, d, a, 33, tokens, parts));
-    CHECK_EQ(parts, 16);
-    CHECK_EQ(tokens, 2048);
-    // The driver's occupancy sizes the waves: 8 resident programs per SM
-    // (1056 slots) make 32 partitions of 1024 one wave.
-    d.residentPrograms = 8;
-    CHECK_OK(planPartitions(kH200, d, a, 33, tokens, parts));
-    CHECK_EQ(parts, 32);
-    CHECK_EQ(tokens, 1024);
+    for (const auto &c : cases) {
+      d.residentPrograms = c.residentPrograms;
+      int32_t tokens = 0, parts = 0;
+      CHECK_OK(
+          planPartitions(kH200, d, a, c.programsPerPartition, tokens, parts));
+      CHECK_EQ(parts, c.parts);
+      CHECK_EQ(tokens, c.tokens);
+    }
   });
 }
 

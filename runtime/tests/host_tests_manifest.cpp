@@ -306,19 +306,15 @@ void manifestTests() {
         CHECK_EQ(message.compare(0, prefix.size(), prefix), 0);
       } else if (b.atLine) {
         std::string prefix = at(path, line);
-        if (message.compare(0, prefix.size(), prefix) != 0) {
-          fail(__FILE__, __LINE__,
-               "message '" + message + "' does not start with '" + prefix +
-                   "'");
-          return;
-        }
+        CHECK_MSG(message.compare(0, prefix.size(), prefix) == 0,
+                  "message '" + message + "' does not start with '" + prefix +
+                      "'");
       } else {
         std::string prefix = path + ": ";
         CHECK_EQ(message.compare(0, prefix.size(), prefix), 0);
       }
-      if (message.find(b.expect) == std::string::npos)
-        fail(__FILE__, __LINE__,
-             "message '" + message + "' lacks '" + b.expect + "'");
+      CHECK_MSG(message.find(b.expect) != std::string::npos,
+                "message '" + message + "' lacks '" + b.expect + "'");
     });
   }
 
@@ -357,10 +353,8 @@ void gridExprTests() {
     for (const auto &c : cases) {
       GridExpr e;
       std::string why;
-      if (!parseGridExpr(c.text, e, why)) {
-        fail(__FILE__, __LINE__, std::string(c.text) + ": " + why);
-        return;
-      }
+      CHECK_MSG(parseGridExpr(c.text, e, why),
+                std::string(c.text) + ": " + why);
       int64_t v = 0;
       CHECK(evalGridExpr(e, env, v));
       CHECK_EQ(v, c.value);
@@ -383,16 +377,11 @@ void gridExprTests() {
     for (const auto &c : cases) {
       GridExpr e;
       std::string why;
-      if (parseGridExpr(c.text, e, why)) {
-        fail(__FILE__, __LINE__, std::string("'") + c.text + "' parsed");
-        return;
-      }
-      if (why.find(c.why) == std::string::npos) {
-        fail(__FILE__, __LINE__,
-             std::string("'") + c.text + "': '" + why + "' lacks '" + c.why +
-                 "'");
-        return;
-      }
+      CHECK_MSG(!parseGridExpr(c.text, e, why),
+                std::string("'") + c.text + "' parsed");
+      CHECK_MSG(why.find(c.why) != std::string::npos,
+                std::string("'") + c.text + "': '" + why + "' lacks '" + c.why +
+                    "'");
     }
   });
 
@@ -419,10 +408,7 @@ void variantTests() {
     CHECK(parseChip("sm_100", v, a) && v == 100 && !a);
     for (const char *bad :
          {"sm70", "sm_7", "sm_70b", "SM_70", "sm_", "70", "sm_1000"})
-      if (parseChip(bad, v, a)) {
-        fail(__FILE__, __LINE__, std::string("'") + bad + "' parsed");
-        return;
-      }
+      CHECK_MSG(!parseChip(bad, v, a), std::string("'") + bad + "' parsed");
   });
 
   run("chip_refused_when_newer_than_device", [] {
@@ -485,13 +471,10 @@ void variantTests() {
     for (const auto &c : cases) {
       int i = selectVariant(descs, kH200, {PA_F16, PA_F32, 128, 16, c.group});
       CHECK(i >= 0);
-      if (descs[i].headsPerProgram != c.tile) {
-        fail(__FILE__, __LINE__,
-             "group " + std::to_string(c.group) + " got tile " +
-                 std::to_string(descs[i].headsPerProgram) + ", expected " +
-                 std::to_string(c.tile));
-        return;
-      }
+      CHECK_MSG(descs[i].headsPerProgram == c.tile,
+                "group " + std::to_string(c.group) + " got tile " +
+                    std::to_string(descs[i].headsPerProgram) + ", expected " +
+                    std::to_string(c.tile));
       CHECK_EQ(tilesPerKvHead(c.group, c.tile), c.programs);
     }
   });
@@ -564,12 +547,9 @@ void variantTests() {
                     int indexed = selectVariant(descs, index, dev, key);
                     ++compared;
                     found += scan >= 0;
-                    if (scan != indexed) {
-                      fail(__FILE__, __LINE__,
-                           "index chose " + std::to_string(indexed) +
-                               ", the scan " + std::to_string(scan));
-                      return;
-                    }
+                    CHECK_MSG(scan == indexed,
+                              "index chose " + std::to_string(indexed) +
+                                  ", the scan " + std::to_string(scan));
                   }
     CHECK(found > 100); // the sweep finds bundles, not only misses
     CHECK(compared > found);

@@ -1,10 +1,13 @@
 #===- pa_testlib.py - shared helpers of the Python drop-in tests ------------===#
 #
 # Not a test (lit.local.cfg excludes it). A tiny pass/fail harness, the input
-# generator (seeded torch.Generator, poisoned padding), the float64
-# reference, and the table of refused calls that test_errors.py (real torch)
-# and test_checks_fake_torch.py (a stand-in torch) both run. torch is imported
-# lazily so that the stand-in can be installed first.
+# generators (seeded torch.Generator; Case adds poisoned padding and the
+# features), the float64 reference, and the table of refused calls that
+# test_errors.py (real torch) and test_checks_fake_torch.py (a stand-in torch)
+# both run. torch is imported lazily so that the stand-in can be installed
+# first. The one source of decode inputs and of the reference: the tests,
+# pa_cpu_reference.py, scripts/bench.py and kernels/gpu_check.py import it
+# (import_testlib() in those two puts this folder on sys.path).
 #
 #===------------------------------------------------------------------------===#
 
@@ -136,6 +139,48 @@ def test_seed_value():
 #===----------------------------------------------------------------------===#
 
 
+def paged_inputs(torch, g, S, H, KVH, D, BS, lens, x, num_blocks, k_mag=0.5, v_mag=1.0,
+                 shuffled_blocks=None, table_width=None, table_fill=0, cache_generator=None,
+                 cache_device="cpu"):
+    """One decode problem's random float32 tensors, drawn in the order every
+    caller's seeds rely on: the key cache (randn * k_mag, [num_blocks, KVH,
+    D/x, BS, x]) and the value cache (randn * v_mag) from cache_generator on
+    cache_device (default: g on the CPU), then from g a permutation of the
+    first shuffled_blocks blocks (default all) and the query. Sequence i's
+    table row takes the next ceil(lens[i]/BS) blocks of the permutation; the
+    rest of the table (table_width columns, default the longest sequence's
+    blocks) holds table_fill. Returns q, kc, vc, the CPU int32 table and the
+    blocks per sequence."""
+    cg = cache_generator if cache_generator is not None else g
+    kc = torch.randn(num_blocks, KVH, D // x, BS, x, generator=cg, device=cache_device) * k_mag
+    vc = torch.randn(num_blocks, KVH, D, BS, generator=cg, device=cache_device) * v_mag
+    nb_seq = [-(-L // BS) for L in lens]
+    perm = torch.randperm(num_blocks if shuffled_blocks is None else shuffled_blocks, generator=g)
+    bt = torch.full((S, table_width or max(nb_seq)), table_fill, dtype=torch.int32)
+    pos = 0
+    for i, nb in enumerate(nb_seq):
+        bt[i, :nb] = perm[pos:pos + nb].to(torch.int32)
+        pos += nb
+    q = torch.randn(S, H, D, generator=g)
+    return q, kc, vc, bt, nb_seq
+
+
+def simple_case(torch, g, S, H, KVH, D, BS, lens, dtype, spare_blocks, device="cuda",
+                cache_generator=None):
+    """A plain decode problem (16-bit or float32 caches, no poison, table
+    padding 0), as bench.py, gpu_check.py and test_seed.py (compare.py's
+    generator) use: q, key_cache, value_cache, block_tables, seq_lens, in
+    `dtype` on `device`. spare_blocks: cache blocks beyond those the
+    sequences use; cache_generator: draws the caches on `device` instead."""
+    x = 16 // torch.tensor([], dtype=dtype).element_size()
+    num_blocks = sum(-(-L // BS) for L in lens) + spare_blocks
+    q, kc, vc, bt, _ = paged_inputs(
+        torch, g, S, H, KVH, D, BS, lens, x, num_blocks, cache_generator=cache_generator,
+        cache_device=device if cache_generator is not None else "cpu")
+    return (q.to(dtype).to(device), kc.to(dtype).to(device), vc.to(dtype).to(device),
+            bt.to(device), torch.tensor(lens, dtype=torch.int32, device=device))
+
+
 class Case:
     """One decode problem on the GPU: inputs, a NaN-poisoned output and workspace."""
 
@@ -158,22 +203,14 @@ class Case:
         self.kv_cache_dtype = kv_cache_dtype if fp8 is not None else None
         g = torch.Generator().manual_seed(seed)
         x = 16 // (1 if fp8 is not None else torch.tensor([], dtype=dtype).element_size())
-        nb_seq = [-(-L // BS) for L in lens]
-        MB = max(nb_seq) + extra_table
-        NB = sum(nb_seq) + extra_blocks + 1  # the last block is the poison block
-        if fp8 is None:
-            kc = torch.randn(NB, KVH, D // x, BS, x, generator=g) * 0.5
-            vc = torch.randn(NB, KVH, D, BS, generator=g)
-        else:
-            kc = torch.randn(NB, KVH, D // x, BS, x, generator=g) * cache_mag
-            vc = torch.randn(NB, KVH, D, BS, generator=g) * cache_mag
+        blocks = sum(-(-L // BS) for L in lens)
+        MB = max(-(-L // BS) for L in lens) + extra_table
+        NB = blocks + extra_blocks + 1  # the last block is the poison block
         poison = NB - 1
-        perm = torch.randperm(NB - 1, generator=g)
-        bt = torch.full((S, MB), poison, dtype=torch.int32)
-        pos = 0
-        for i, nb in enumerate(nb_seq):
-            bt[i, :nb] = perm[pos:pos + nb].to(torch.int32)
-            pos += nb
+        mags = (0.5, 1.0) if fp8 is None else (cache_mag, cache_mag)
+        q, kc, vc, bt, nb_seq = paged_inputs(torch, g, S, H, KVH, D, BS, lens, x, NB, *mags,
+                                             shuffled_blocks=NB - 1, table_width=MB,
+                                             table_fill=poison)
         if poison_padding:
             # Slots past a sequence's end and table entries past its last block
             # hold NaN, as stale cache memory may: a kernel that lets them into
@@ -194,7 +231,7 @@ class Case:
                     b = int(bt[i, t // BS])
                     kc[b, :, :, t % BS, :] = float("nan")
                     vc[b, :, :, t % BS] = float("nan")
-        q = torch.randn(S, H, D, generator=g) * q_scale
+        q = q * q_scale
         self.max_seq_len = max(lens)
         self.P = -(-self.max_seq_len // PARTITION) + extra_partitions
         self.MB, self.NB = MB, NB

@@ -51,30 +51,14 @@ CONFIGS = {
 }
 
 
-def make_case(torch, B, H, KVH, D, bs, lens, dtype, seed):
-    """bench/compare.py's generator (same distributions, same table layout)."""
-    g = torch.Generator().manual_seed(seed)
-    x = 16 // torch.tensor([], dtype=dtype).element_size()
-    nb_seq = [(L + bs - 1) // bs for L in lens]
-    nblocks = sum(nb_seq) + 7
-    kc = (torch.randn(nblocks, KVH, D // x, bs, x, generator=g) * 0.5).to(dtype).cuda()
-    vc = torch.randn(nblocks, KVH, D, bs, generator=g).to(dtype).cuda()
-    perm = torch.randperm(nblocks, generator=g)
-    bt = torch.zeros(B, max(nb_seq), dtype=torch.int32)
-    pos = 0
-    for i, nb in enumerate(nb_seq):
-        bt[i, :nb] = perm[pos:pos + nb].to(torch.int32)
-        pos += nb
-    q = torch.randn(B, H, D, generator=g).to(dtype).cuda()
-    return q, kc, vc, bt.cuda(), torch.tensor(lens, dtype=torch.int32, device="cuda")
-
-
 def run_config(torch, pa, seed_fn, name, dtype, seed):
     B, H, KVH, D, bs, lens = CONFIGS[name]
     if isinstance(lens, tuple):
         lens = torch.randint(1, lens[1] + 1, (B,), generator=torch.Generator().manual_seed(seed))
         lens = lens.tolist()
-    q, kc, vc, bt, sl = make_case(torch, B, H, KVH, D, bs, lens, dtype, seed)
+    # compare.py's generator: 7 spare blocks, a table padded with block 0.
+    q, kc, vc, bt, sl = T.simple_case(torch, torch.Generator().manual_seed(seed), B, H, KVH, D,
+                                      bs, lens, dtype, spare_blocks=7)
     scale = 1.0 / math.sqrt(D)
     max_len = max(lens)
     P = -(-max_len // T.PARTITION)
