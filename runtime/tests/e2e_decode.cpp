@@ -378,6 +378,10 @@ struct Case {
   int features = 0;
   bool fixedGrid = false;
   Profile profile = kRagged;
+  /// Several query tokens per sequence (query_start_loc): max_query_len,
+  /// with ragged per-sequence counts from 0 to it (uniform in every third
+  /// case); 0: one token per sequence, no query_start_loc.
+  int queryLen = 0;
   uint64_t seed = 0;
 };
 
@@ -441,7 +445,35 @@ struct Inputs {
   int slidingWindow = 0;          // 0: none
   float softCap = 0;              // 0: none
   std::vector<float> sinks;       // [num_heads], empty without sinks
+  /// Several query tokens: [num_seqs + 1] row offsets (empty: one row per
+  /// sequence) and their largest count.
+  std::vector<int32_t> queryStartLoc;
+  int maxQueryLen = 0;
+  int numRows() const {
+    return queryStartLoc.empty() ? numSeqs : queryStartLoc.back();
+  }
+  int queryLenOf(int s) const {
+    return queryStartLoc.empty() ? 1 : queryStartLoc[s + 1] - queryStartLoc[s];
+  }
 };
+
+/// Query tokens per sequence for a multi-token case: uniform, or ragged
+/// from 0 to the maximum with a 0, a 1 and the maximum present when there
+/// are enough sequences. Each sequence's context holds its new tokens.
+void makeQueryTokens(const Case &c, Rng &rng, Inputs &in) {
+  if (!c.queryLen)
+    return;
+  int seqs = int(in.seqLens.size());
+  in.queryStartLoc.assign(1, 0);
+  for (int s = 0; s < seqs; ++s) {
+    int q = c.id % 3 == 0 ? c.queryLen : rng.range(0, c.queryLen);
+    if (c.id % 3 != 0 && s < 3 && seqs > 3)
+      q = s == 0 ? 0 : s == 1 ? 1 : c.queryLen;
+    in.seqLens[s] = std::max(in.seqLens[s], q);
+    in.queryStartLoc.push_back(in.queryStartLoc.back() + q);
+  }
+  in.maxQueryLen = c.queryLen;
+}
 
 std::vector<int> makeLengths(const Case &c, Rng &rng) {
   std::vector<int> lens;
@@ -489,6 +521,7 @@ Inputs makeInputs(const Case &c, Rng &rng) {
   in.cache = c.cache;
   in.x = c.cache ? 16 : 16 / dtypeBytes(c.dtype);
   in.seqLens = makeLengths(c, rng);
+  makeQueryTokens(c, rng, in);
   in.numSeqs = int(in.seqLens.size());
   int maxLen = *std::max_element(in.seqLens.begin(), in.seqLens.end());
   // Some slack in the table, as a serving engine allocates ahead.
@@ -516,7 +549,7 @@ Inputs makeInputs(const Case &c, Rng &rng) {
           b < blocks ? physical[next++] : rng.range(0, in.numBlocks - 1);
   }
 
-  size_t q = size_t(in.numSeqs) * in.numHeads * in.headSize;
+  size_t q = size_t(in.numRows()) * in.numHeads * in.headSize;
   size_t kv = size_t(in.numBlocks) * in.numKvHeads * in.headSize * in.blockSize;
   in.query.resize(c.dtype, q);
   for (size_t i = 0; i < q; ++i)
@@ -557,65 +590,77 @@ Inputs makeInputs(const Case &c, Rng &rng) {
   return in;
 }
 
-/// float64 attention over the rounded inputs, [seq][head][dim].
-std::vector<double> reference(const Inputs &in) {
+/// float64 attention of query row `row` of sequence `s` over the first
+/// `len` tokens of its context (rounded inputs) into out[row][head][dim].
+void referenceRow(const Inputs &in, int s, int row, int len,
+                  std::vector<double> &out) {
   const int D = in.headSize, B = in.blockSize, x = in.x;
   const int group = in.numHeads / in.numKvHeads;
-  std::vector<double> out(size_t(in.numSeqs) * in.numHeads * D, 0.0);
   std::vector<double> qd(size_t(group) * D), krow(D), logits, acc(D);
-  for (int s = 0; s < in.numSeqs; ++s) {
-    int len = in.seqLens[s];
-    for (int kvh = 0; kvh < in.numKvHeads; ++kvh) {
-      for (int g = 0; g < group; ++g)
+  for (int kvh = 0; kvh < in.numKvHeads; ++kvh) {
+    for (int g = 0; g < group; ++g)
+      for (int d = 0; d < D; ++d)
+        qd[size_t(g) * D + d] = in.query.get(
+            (size_t(row) * in.numHeads + kvh * group + g) * D + d);
+    logits.assign(size_t(group) * len, 0.0);
+    // The sliding window: only the last slidingWindow tokens count.
+    int first = in.slidingWindow > 0 ? std::max(0, len - in.slidingWindow) : 0;
+    for (int t = first; t < len; ++t) {
+      size_t block =
+          size_t(in.blockTables[size_t(s) * in.maxBlocksPerSeq + t / B]);
+      size_t base = (block * in.numKvHeads + kvh) * size_t(D / x);
+      for (int d = 0; d < D; ++d)
+        krow[d] =
+            in.keyCache.value(((base + d / x) * B + t % B) * x + d % x);
+      for (int g = 0; g < group; ++g) {
+        double dot = 0;
         for (int d = 0; d < D; ++d)
-          qd[size_t(g) * D + d] =
-              in.query.get((size_t(s) * in.numHeads + kvh * group + g) * D + d);
-      logits.assign(size_t(group) * len, 0.0);
-      // The sliding window: only the last slidingWindow tokens count.
-      int first = in.slidingWindow > 0 ? std::max(0, len - in.slidingWindow) : 0;
+          dot += qd[size_t(g) * D + d] * krow[d];
+        double logit = dot * double(in.scale);
+        if (in.softCap > 0)
+          logit = in.softCap * std::tanh(logit / in.softCap);
+        if (!in.alibiSlopes.empty())
+          logit += double(in.alibiSlopes[kvh * group + g]) * (t - len + 1);
+        logits[size_t(g) * len + t] = logit;
+      }
+    }
+    for (int g = 0; g < group; ++g) {
+      double *l = &logits[size_t(g) * len];
+      double m = *std::max_element(l + first, l + len), sum = 0;
+      // A sink is one more logit in the denominator, with no value row.
+      if (!in.sinks.empty()) {
+        double sink = in.sinks[kvh * group + g];
+        m = std::max(m, sink);
+        sum = std::exp(sink - m);
+      }
+      for (int t = first; t < len; ++t)
+        sum += (l[t] = std::exp(l[t] - m));
+      std::fill(acc.begin(), acc.end(), 0.0);
       for (int t = first; t < len; ++t) {
         size_t block =
             size_t(in.blockTables[size_t(s) * in.maxBlocksPerSeq + t / B]);
-        size_t base = (block * in.numKvHeads + kvh) * size_t(D / x);
+        size_t base = (block * in.numKvHeads + kvh) * size_t(D);
         for (int d = 0; d < D; ++d)
-          krow[d] =
-              in.keyCache.value(((base + d / x) * B + t % B) * x + d % x);
-        for (int g = 0; g < group; ++g) {
-          double dot = 0;
-          for (int d = 0; d < D; ++d)
-            dot += qd[size_t(g) * D + d] * krow[d];
-          double logit = dot * double(in.scale);
-          if (in.softCap > 0)
-            logit = in.softCap * std::tanh(logit / in.softCap);
-          if (!in.alibiSlopes.empty())
-            logit += double(in.alibiSlopes[kvh * group + g]) * (t - len + 1);
-          logits[size_t(g) * len + t] = logit;
-        }
+          acc[d] += l[t] * in.valueCache.value((base + d) * B + t % B);
       }
-      for (int g = 0; g < group; ++g) {
-        double *l = &logits[size_t(g) * len];
-        double m = *std::max_element(l + first, l + len), sum = 0;
-        // A sink is one more logit in the denominator, with no value row.
-        if (!in.sinks.empty()) {
-          double sink = in.sinks[kvh * group + g];
-          m = std::max(m, sink);
-          sum = std::exp(sink - m);
-        }
-        for (int t = first; t < len; ++t)
-          sum += (l[t] = std::exp(l[t] - m));
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int t = first; t < len; ++t) {
-          size_t block =
-              size_t(in.blockTables[size_t(s) * in.maxBlocksPerSeq + t / B]);
-          size_t base = (block * in.numKvHeads + kvh) * size_t(D);
-          for (int d = 0; d < D; ++d)
-            acc[d] += l[t] * in.valueCache.value((base + d) * B + t % B);
-        }
-        double *o = &out[(size_t(s) * in.numHeads + kvh * group + g) * D];
-        for (int d = 0; d < D; ++d)
-          o[d] = acc[d] / sum;
-      }
+      double *o = &out[(size_t(row) * in.numHeads + kvh * group + g) * D];
+      for (int d = 0; d < D; ++d)
+        o[d] = acc[d] / sum;
     }
+  }
+}
+
+/// float64 attention over the rounded inputs, [row][head][dim]: query
+/// token j of q_len at sequence s attends to seq_lens[s] - q_len + j + 1
+/// tokens (docs/features.md).
+std::vector<double> reference(const Inputs &in) {
+  std::vector<double> out(size_t(in.numRows()) * in.numHeads * in.headSize,
+                          0.0);
+  for (int s = 0; s < in.numSeqs; ++s) {
+    int q = in.queryLenOf(s);
+    int first = in.queryStartLoc.empty() ? s : in.queryStartLoc[s];
+    for (int j = 0; j < q; ++j)
+      referenceRow(in, s, first + j, in.seqLens[s] - q + j + 1, out);
   }
   return out;
 }
@@ -650,6 +695,8 @@ pa_decode_args baseArgs(const Case &c, const Inputs &in) {
   a.logits_soft_cap = in.softCap;
   a.alibi_slopes = in.alibiSlopes.empty() ? 0 : 0x100; // planning only: set below
   a.sinks = in.sinks.empty() ? 0 : 0x200;               // the same
+  a.query_start_loc = in.queryStartLoc.empty() ? 0 : 0x300; // the same
+  a.max_query_len = in.maxQueryLen;
   if (c.cache) {
     a.kv_cache_dtype = c.cache;
     // Device scales: the floats are 0, so only the device copy can give the
@@ -685,12 +732,12 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
   std::snprintf(
       buf, sizeof(buf),
       "seqs %d max_len %d len[0] %d | %s parts %dx%d%s | %s | window %d cap %g "
-      "alibi %s sinks %s",
+      "alibi %s sinks %s q_len %d rows %d",
       in.numSeqs, maxLen, in.seqLens[0], c.fixedGrid ? "fixed" : "adaptive",
       plan.num_partitions, plan.partition_tokens,
       plan.one_pass ? " one-pass" : "", plan.variant, in.slidingWindow,
       double(in.softCap), in.alibiSlopes.empty() ? "no" : "yes",
-      in.sinks.empty() ? "no" : "yes");
+      in.sinks.empty() ? "no" : "yes", in.maxQueryLen, in.numRows());
   detail = buf;
   if (c.cache) {
     std::snprintf(buf, sizeof(buf),
@@ -705,7 +752,7 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
 
   // Device buffers; output and workspace poisoned with NaN so that an
   // element the kernels fail to write fails the check.
-  size_t rows = size_t(in.numSeqs) * in.numHeads;
+  size_t rows = size_t(in.numRows()) * in.numHeads;
   size_t partRows = rows * in.maxNumPartitions;
   HostTensor output, tmp;
   output.resize(c.dtype, rows * in.headSize);
@@ -715,7 +762,14 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
   std::vector<float> stats(partRows, NAN);
 
   DeviceBuffer dq, dk, dv, dbt, dlens, dout, des, dml, dtmp, dalibi, dscales,
-      dsinks;
+      dsinks, dqsl;
+  if (!in.queryStartLoc.empty()) {
+    E2E_CHECK_CU(dqsl.alloc(in.queryStartLoc.size() * 4),
+                 "cuMemAlloc(query_start_loc)");
+    E2E_CHECK_CU(driver.cuMemcpyHtoD(dqsl.ptr, in.queryStartLoc.data(),
+                                     dqsl.bytes),
+                 "copy");
+  }
   if (args.k_scale_ptr || args.v_scale_ptr) {
     // [k_scale, v_scale] as f32 on the device.
     float scales[2] = {in.kScale, in.vScale};
@@ -772,6 +826,7 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
   args.tmp_output = dtmp.ptr;
   args.alibi_slopes = dalibi.ptr;
   args.sinks = dsinks.ptr;
+  args.query_start_loc = dqsl.ptr;
   if (args.k_scale_ptr)
     args.k_scale_ptr = dscales.ptr;
   if (args.v_scale_ptr)
@@ -953,6 +1008,22 @@ int main(int argc, char **argv) {
       // fp8: scales in the arguments, on the device (with the window, which
       // every bundle takes) and one of each, cycling.
       c.scales = ScaleMode(j % kNumScaleModes);
+      c.id = int(cases.size());
+      c.seed = seed * 1000003ull + uint64_t(c.id);
+      cases.push_back(c);
+    }
+    // Several query tokens per sequence (speculative decoding: 1 + 1, 3,
+    // 7 or 15 drafts, and 1), cycling the features, the grid mode and the
+    // profile.
+    for (int j = 0; j < (quick ? 1 : 2); ++j) {
+      static const int kQueryLens[] = {2, 4, 8, 16, 1};
+      Case c = keys[k];
+      c.queryLen = kQueryLens[(int(k) + 2 * j) % 5];
+      c.shape = (int(k) * 3 + j * 5 + 2) % kNumShapes;
+      c.fixedGrid = (int(k) + j) % 2 == 0;
+      c.profile = j == 0 ? kRagged : kMedium;
+      c.features = (int(k) + j) % 2 ? kAllFeatures : (int(k) * 3 + j) % 16;
+      c.scales = ScaleMode((int(k) + j) % kNumScaleModes);
       c.id = int(cases.size());
       c.seed = seed * 1000003ull + uint64_t(c.id);
       cases.push_back(c);
