@@ -100,6 +100,10 @@ class DecodeArgs(ctypes.Structure):
         ("v_scale_ptr", CUdeviceptr),
         # Attention sinks: float32 [num_heads] on the device, 0 for none.
         ("sinks", CUdeviceptr),
+        # Several query tokens per sequence: int32 [num_seqs + 1] row offsets on
+        # the device (0: one token per sequence) and their largest count.
+        ("query_start_loc", CUdeviceptr),
+        ("max_query_len", ctypes.c_int32),
     ]
 
 

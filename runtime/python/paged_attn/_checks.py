@@ -82,7 +82,12 @@ class Call:
                  "block_size", "num_blocks", "max_blocks_per_seq", "max_num_partitions",
                  "max_seq_len", "scale", "device_index", "tensors", "pointers", "alibi_slopes",
                  "sliding_window", "logits_soft_cap", "kv_cache_dtype", "k_scale", "v_scale",
-                 "k_scale_ptr", "v_scale_ptr", "sinks")
+                 "k_scale_ptr", "v_scale_ptr", "sinks", "query_start_loc", "max_query_len")
+
+
+#: The most query tokens of one sequence in a call (pa_runtime.h's
+#: PA_MAX_QUERY_LEN).
+MAX_QUERY_LEN = 16
 
 
 def _dtype_name(dt):
@@ -202,7 +207,8 @@ def _check_kwargs(kwargs):
     unknown = sorted(k for k in kwargs if k not in _VLLM_KWARGS)
     if unknown:
         raise TypeError("%s() got unexpected keyword argument(s) %s; the extensions are "
-                        "'fixed_grid', 'sliding_window', 'logits_soft_cap', 'sinks' and vLLM's "
+                        "'fixed_grid', 'sliding_window', 'logits_soft_cap', 'sinks', "
+                        "'query_start_loc', 'max_query_len' and vLLM's "
                         "dense-call keywords %s"
                         % (_FN, ", ".join(repr(k) for k in unknown), ", ".join(_VLLM_KWARGS)))
     for k in _VLLM_KWARGS:
@@ -253,18 +259,38 @@ def _soft_cap_arg(value):
     return value
 
 
+def _query_tokens_arg(query_start_loc, max_query_len):
+    """(query_start_loc tensor or None, max_query_len: 1..16 with it, 0 without)."""
+    if query_start_loc is None:
+        if max_query_len is not None and max_query_len != 1:
+            raise ValueError("%s(): max_query_len=%r needs query_start_loc (without it every "
+                             "sequence has one query token)" % (_FN, max_query_len))
+        return None, 0
+    qsl = _tensor("query_start_loc", query_start_loc)
+    if max_query_len is None:
+        raise ValueError("%s(): query_start_loc needs max_query_len= (a Python int, the largest "
+                         "query_start_loc[s+1] - query_start_loc[s]; reading it from the device "
+                         "would synchronize)" % _FN)
+    n = _int_arg("max_query_len", max_query_len)
+    if not 1 <= n <= MAX_QUERY_LEN:
+        raise ValueError("%s(): max_query_len must be in [1, %d], got %d"
+                         % (_FN, MAX_QUERY_LEN, n))
+    return qsl, n
+
+
 class Args:
     """The arguments after check_arg_types: scalars as the kernels take them,
     tensors as given (their metadata not yet checked)."""
     __slots__ = ("window", "soft_cap", "alibi", "sinks", "kv", "fp8", "k_scale", "k_scale_t", "v_scale",
                  "v_scale_t", "fixed_grid", "num_kv_heads", "block_size", "max_seq_len", "scale",
-                 "tensors")
+                 "tensors", "query_start_loc", "max_query_len")
 
 
 def check_arg_types(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
                     num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
                     alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs, fixed_grid,
-                    sliding_window=None, logits_soft_cap=None, sinks=None):
+                    sliding_window=None, logits_soft_cap=None, sinks=None,
+                    query_start_loc=None, max_query_len=None):
     """The rules on the arguments themselves, not on tensor metadata: keywords,
     features, scalars, and which arguments are tensors. Returns an Args."""
     a = Args()
@@ -275,6 +301,7 @@ def check_arg_types(output, exp_sums, max_logits, tmp_output, query, key_cache, 
     a.soft_cap = _soft_cap_arg(logits_soft_cap)
     a.alibi = None if alibi_slopes is None else _tensor("alibi_slopes", alibi_slopes)
     a.sinks = None if sinks is None else _tensor("sinks", sinks)
+    a.query_start_loc, a.max_query_len = _query_tokens_arg(query_start_loc, max_query_len)
     a.kv = _kv_cache_dtype_arg(kv_cache_dtype)
     a.fp8 = a.kv != _capi.PA_KV_CACHE_AUTO
     a.k_scale_t = a.v_scale_t = None
@@ -322,14 +349,15 @@ def check_arg_types(output, exp_sums, max_logits, tmp_output, query, key_cache, 
 def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
                num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
                alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs, fixed_grid,
-               sliding_window=None, logits_soft_cap=None, sinks=None, fake=False):
+               sliding_window=None, logits_soft_cap=None, sinks=None, query_start_loc=None,
+               max_query_len=None, fake=False):
     """Checks one call; returns a Call or raises. fake=True: on the fake
     tensors of a torch.compile trace, which have no address (alignment is
     checked on the storage offset) and need not be on a CUDA device."""
     a = check_arg_types(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
                         num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
                         alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs, fixed_grid,
-                        sliding_window, logits_soft_cap, sinks)
+                        sliding_window, logits_soft_cap, sinks, query_start_loc, max_query_len)
     window, soft_cap, alibi, kv, fp8 = a.window, a.soft_cap, a.alibi, a.kv, a.fp8
     sinks_t = a.sinks
     k_scale, k_scale_t, v_scale, v_scale_t = a.k_scale, a.k_scale_t, a.v_scale, a.v_scale_t
@@ -370,12 +398,14 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
                         % (_FN, _dtype_name(dt), _dtype_name(tmp.dtype)))
 
     # --- shapes --------------------------------------------------------------
+    qsl = a.query_start_loc
+    rows_name = "num_query_tokens" if qsl is not None else "num_seqs"
     if q.dim() != 3:
-        raise _shape_error("query", "[num_seqs, num_heads, head_size]", q)
-    S, H, D = q.shape
-    if out.shape != (S, H, D):
-        raise _shape_error("output", "[num_seqs, num_heads, head_size] = %s" % [S, H, D], out,
-                           " (the query's)")
+        raise _shape_error("query", "[%s, num_heads, head_size]" % rows_name, q)
+    R, H, D = q.shape  # R: query rows (sequences, or query tokens with query_start_loc)
+    if out.shape != (R, H, D):
+        raise _shape_error("output", "[%s, num_heads, head_size] = %s" % (rows_name, [R, H, D]),
+                           out, " (the query's)")
     if fp8 and D % FP8_X:
         raise ValueError("%s(): head_size %d (query.shape[2]) must be a multiple of %d with "
                          "kv_cache_dtype=%r (the key cache packs x = 16 one-byte elements)"
@@ -412,23 +442,26 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
         raise NotImplementedError("%s(): block_size %d is not supported; supported: %s"
                                   % (_FN, BS, SUPPORTED_BLOCK_SIZES))
     bts = bt.shape
+    S = _num_seqs(qsl, bt, R)
     if len(bts) != 2 or bts[0] != S or bts[1] < 1:
         raise _shape_error("block_tables", "[num_seqs = %d, max_blocks_per_seq >= 1]" % S, bt)
     MB = bts[1]
     if sl.shape != (S,):
         raise _shape_error("seq_lens", "[num_seqs] = [%d]" % S, sl)
     ess = es.shape
-    if len(ess) != 3 or ess[0] != S or ess[1] != H or ess[2] < 1:
-        raise _shape_error("exp_sums", "[num_seqs, num_heads, max_num_partitions] = [%d, %d, >= 1]"
-                           % (S, H), es)
+    if len(ess) != 3 or ess[0] != R or ess[1] != H or ess[2] < 1:
+        raise _shape_error("exp_sums", "[%s, num_heads, max_num_partitions] = [%d, %d, >= 1]"
+                           % (rows_name, R, H), es)
     P = ess[2]
-    if ml.shape != (S, H, P):
-        raise _shape_error("max_logits", "%s (exp_sums')" % [S, H, P], ml)
-    if tmp.shape != (S, H, P, D):
-        raise _shape_error("tmp_output", "[num_seqs, num_heads, max_num_partitions, head_size] = %s"
-                           % [S, H, P, D], tmp)
-    if max(S, H, NB, MB * BS, P * PARTITION_SIZE) > _INT32_MAX:
-        for name, v in (("num_seqs", S), ("num_heads", H), ("num_blocks", NB),
+    if ml.shape != (R, H, P):
+        raise _shape_error("max_logits", "%s (exp_sums')" % [R, H, P], ml)
+    if tmp.shape != (R, H, P, D):
+        raise _shape_error("tmp_output", "[%s, num_heads, max_num_partitions, head_size] = %s"
+                           % (rows_name, [R, H, P, D]), tmp)
+    if qsl is not None:
+        _check_query_start_loc(qsl, S)
+    if max(R, H, NB, MB * BS, P * PARTITION_SIZE) > _INT32_MAX:
+        for name, v in ((rows_name, R), ("num_heads", H), ("num_blocks", NB),
                         ("max_blocks_per_seq", MB), ("max_num_partitions", P),
                         ("max_blocks_per_seq * block_size", MB * BS),
                         ("max_num_partitions * %d" % PARTITION_SIZE, P * PARTITION_SIZE)):
@@ -468,6 +501,8 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
         tensors += (("alibi_slopes", alibi),)
     if sinks_t is not None:
         tensors += (("sinks", sinks_t),)
+    if qsl is not None:
+        tensors += (("query_start_loc", qsl),)
     scale_tensors = tuple((n, t) for n, t in (("k_scale", k_scale_t), ("v_scale", v_scale_t))
                           if t is not None)
     for name, t in tensors:
@@ -511,7 +546,27 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
     c.k_scale_ptr = k_scale_t.data_ptr() if k_scale_t is not None else 0
     c.v_scale_ptr = v_scale_t.data_ptr() if v_scale_t is not None else 0
     c.sinks = sinks_t.data_ptr() if sinks_t is not None else 0
+    c.query_start_loc = qsl.data_ptr() if qsl is not None else 0
+    c.max_query_len = a.max_query_len
     return c
+
+
+def _num_seqs(qsl, bt, rows):
+    """Sequences: the query's rows, or block_tables' with query_start_loc."""
+    if qsl is None:
+        return rows
+    if bt.dim() != 2:
+        raise _shape_error("block_tables", "[num_seqs, max_blocks_per_seq]", bt)
+    return bt.shape[0]
+
+
+def _check_query_start_loc(qsl, seqs):
+    if qsl.dtype != torch.int32:
+        raise TypeError("%s(): query_start_loc must be int32, got %s"
+                        % (_FN, _dtype_name(qsl.dtype)))
+    if qsl.shape != (seqs + 1,):
+        raise _shape_error("query_start_loc", "[num_seqs + 1] = [%d]" % (seqs + 1), qsl,
+                           " (num_seqs from block_tables.shape[0])")
 
 
 def _check_fake_alignment(tensors, scale_tensors):

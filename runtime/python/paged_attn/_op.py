@@ -30,7 +30,8 @@ SCHEMA = (
     "int num_kv_heads, float scale, Tensor block_tables, Tensor seq_lens, int block_size, "
     "SymInt? max_seq_len, Tensor? alibi_slopes, str kv_cache_dtype, float k_scale, float v_scale, "
     "Tensor? k_scale_tensor, Tensor? v_scale_tensor, int? sliding_window, "
-    "float? logits_soft_cap, bool fixed_grid, Tensor? sinks=None) -> ()")
+    "float? logits_soft_cap, bool fixed_grid, Tensor? sinks=None, "
+    "Tensor? query_start_loc=None, int? max_query_len=None) -> ()")
 
 _lib = None  # the torch.library.Library holding the registration (kept alive)
 
@@ -50,28 +51,29 @@ def register(impl, fake):
 def op_args(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
             num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes,
             kv_cache_dtype, k_scale, v_scale, kwargs, fixed_grid, sliding_window,
-            logits_soft_cap, sinks=None):
+            logits_soft_cap, sinks=None, query_start_loc=None, max_query_len=None):
     """The Python API's arguments, checked for type, as the op's (SCHEMA order)."""
     a = _checks.check_arg_types(output, exp_sums, max_logits, tmp_output, query, key_cache,
                                 value_cache, num_kv_heads, scale, block_tables, seq_lens,
                                 block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale,
                                 v_scale, kwargs, fixed_grid, sliding_window, logits_soft_cap,
-                                sinks)
+                                sinks, query_start_loc, max_query_len)
     return (output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
             a.num_kv_heads, a.scale, block_tables, seq_lens, a.block_size,
             None if fixed_grid and max_seq_len is None else a.max_seq_len, alibi_slopes,
             kv_cache_dtype, a.k_scale, a.v_scale, a.k_scale_t, a.v_scale_t,
-            a.window or None, a.soft_cap, fixed_grid, sinks)
+            a.window or None, a.soft_cap, fixed_grid, sinks, query_start_loc,
+            a.max_query_len or None)
 
 
 def check(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache, num_kv_heads,
           scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype,
           k_scale, v_scale, k_scale_tensor, v_scale_tensor, sliding_window, logits_soft_cap,
-          fixed_grid, sinks=None, fake=False):
+          fixed_grid, sinks=None, query_start_loc=None, max_query_len=None, fake=False):
     """_checks.check_call on the op's arguments (SCHEMA order)."""
     return _checks.check_call(
         output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache, num_kv_heads,
         scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype,
         k_scale if k_scale_tensor is None else k_scale_tensor,
         v_scale if v_scale_tensor is None else v_scale_tensor, None, fixed_grid,
-        sliding_window, logits_soft_cap, sinks, fake=fake)
+        sliding_window, logits_soft_cap, sinks, query_start_loc, max_query_len, fake=fake)

@@ -160,14 +160,14 @@ def _decode_args(c):
         c.block_size, c.num_blocks, c.max_blocks_per_seq, c.max_num_partitions, PARTITION_SIZE,
         c.max_seq_len, c.scale, *c.pointers, c.alibi_slopes, c.sliding_window,
         c.logits_soft_cap, c.kv_cache_dtype, c.k_scale, c.v_scale, c.k_scale_ptr, c.v_scale_ptr,
-        c.sinks)
+        c.sinks, c.query_start_loc, c.max_query_len)
 
 
 def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
                        num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
                        alibi_slopes, kv_cache_dtype="auto", k_scale=1.0, v_scale=1.0, *,
                        fixed_grid=False, sliding_window=None, logits_soft_cap=None, sinks=None,
-                       **kwargs):
+                       query_start_loc=None, max_query_len=None, **kwargs):
     """PagedAttention V2 decode; writes `output` (and the workspace).
 
     The seed's signature and vLLM's layouts (docs/python.md):
@@ -193,6 +193,15 @@ def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cach
     logits_soft_cap (keyword only): logit = cap * tanh(logit / cap) before ALiBi (Gemma 2).
     sinks (keyword only): None or a float32 [num_heads] CUDA tensor of attention-sink logits
     (gpt-oss): each head's softmax denominator gains exp(sinks[h] - max), with no value row.
+    query_start_loc, max_query_len (keyword only): several query tokens per sequence
+    (speculative decoding; vLLM's names). query_start_loc is an int32 [num_seqs + 1] CUDA
+    tensor, query_start_loc[0] = 0, non-decreasing: sequence s owns the query rows
+    query_start_loc[s] .. query_start_loc[s+1] - 1 (q_len_s of them, 0 to max_query_len).
+    max_query_len is a Python int, 1 to 16, at least every q_len_s (it sizes the grid, like
+    max_seq_len). Then query, output and the workspace have num_query_tokens rows (dim 0)
+    while block_tables and seq_lens have num_seqs; the new tokens are already in the cache
+    and counted in seq_lens, and token j of sequence s attends causally to the cache tokens
+    0 .. seq_lens[s] - q_len_s + j (ALiBi and the window relative to that position).
     vLLM's block-sparse keywords are accepted for a dense call (blocksparse_vert_stride <= 1);
     any other keyword raises TypeError.
 
@@ -206,7 +215,8 @@ def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cach
     torch.ops.paged_attn.paged_attention_v2(*_op.op_args(
         output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache, num_kv_heads,
         scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype,
-        k_scale, v_scale, kwargs, fixed_grid, sliding_window, logits_soft_cap, sinks))
+        k_scale, v_scale, kwargs, fixed_grid, sliding_window, logits_soft_cap, sinks,
+        query_start_loc, max_query_len))
 
 
 def _launch(*args, **kwargs):
@@ -237,7 +247,8 @@ _op.register(_launch, _fake)
 def plan(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
          num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes,
          kv_cache_dtype="auto", k_scale=1.0, v_scale=1.0, *, fixed_grid=False,
-         sliding_window=None, logits_soft_cap=None, sinks=None, **kwargs):
+         sliding_window=None, logits_soft_cap=None, sinks=None, query_start_loc=None,
+         max_query_len=None, **kwargs):
     """What paged_attention_v2 with these arguments would launch, without
     launching: the runtime's pa_plan as a dict with keys variant, one_pass,
     partition_tokens, num_partitions, grid, block, reduce_grid, reduce_block,
@@ -245,7 +256,8 @@ def plan(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache
     c = _checks.check_call(output, exp_sums, max_logits, tmp_output, query, key_cache,
                            value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size,
                            max_seq_len, alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs,
-                           fixed_grid, sliding_window, logits_soft_cap, sinks)
+                           fixed_grid, sliding_window, logits_soft_cap, sinks, query_start_loc,
+                           max_query_len)
     return _context(c.device_index).plan(_decode_args(c))
 
 

@@ -315,16 +315,19 @@ class Case:
 
 def reference(query, key_cache, value_cache, block_tables, seq_lens, scale, alibi_slopes=None,
               sliding_window=None, logits_soft_cap=None, kv_cache_dtype=None, k_scale=1.0,
-              v_scale=1.0, sinks=None):
+              v_scale=1.0, sinks=None, query_start_loc=None):
     """float64 reference on the inputs' device, one sequence at a time:
     logit = cap * tanh(scale * q.k / cap) + slope * (t - L + 1) over the last
     sliding_window tokens (every token without one). With sinks ([num_heads]),
     each head's softmax gets one more logit, sinks[h], whose weight multiplies
     no value row (it only joins the denominator). With an fp8
     kv_cache_dtype the caches' bytes (uint8 or float8) are read as that fp8
-    type: key = stored * k_scale, value = stored * v_scale (floats)."""
+    type: key = stored * k_scale, value = stored * v_scale (floats).
+    With query_start_loc ([num_seqs + 1]), query row query_start_loc[s] + j
+    is token j of sequence s's q_len and attends to its first
+    seq_lens[s] - q_len + j + 1 tokens."""
     import torch
-    S, H, D = query.shape
+    R, H, D = query.shape
     NB, KVH, Dx, BS, x = key_cache.shape
     G = H // KVH
     lens = seq_lens.tolist()
@@ -336,9 +339,14 @@ def reference(query, key_cache, value_cache, block_tables, seq_lens, scale, alib
         # Index the bytes (uint8 indexing works everywhere), then read them as fp8.
         return cache.view(torch.uint8)[blocks].view(fp8).to(torch.float64) * float(cache_scale)
 
-    out = torch.empty(S, H, D, dtype=torch.float64, device=query.device)
-    for s in range(S):
-        L = lens[s]
+    if query_start_loc is None:
+        rows = [(s, s, lens[s]) for s in range(R)]
+    else:
+        qsl = query_start_loc.tolist()
+        rows = [(s, qsl[s] + j, lens[s] - (qsl[s + 1] - qsl[s]) + j + 1)
+                for s in range(len(lens)) for j in range(qsl[s + 1] - qsl[s])]
+    out = torch.empty(R, H, D, dtype=torch.float64, device=query.device)
+    for s, r, L in rows:
         nb = -(-L // BS)
         blocks = block_tables[s, :nb].long()
         k = gather(key_cache, blocks, k_scale).permute(0, 3, 1, 2, 4).reshape(nb * BS, KVH, D)[:L]
@@ -346,7 +354,7 @@ def reference(query, key_cache, value_cache, block_tables, seq_lens, scale, alib
         # The window's tokens only (those before it may hold anything, NaN too).
         first = L - sliding_window if sliding_window and L > sliding_window else 0
         k, v = k[first:], v[first:]
-        q = query[s].double().reshape(KVH, G, D)
+        q = query[r].double().reshape(KVH, G, D)
         logits = torch.einsum("kgd,lkd->kgl", q, k) * scale
         if logits_soft_cap:
             logits = logits_soft_cap * torch.tanh(logits / logits_soft_cap)
@@ -358,7 +366,7 @@ def reference(query, key_cache, value_cache, block_tables, seq_lens, scale, alib
             p = torch.softmax(torch.cat([logits, sink], dim=-1), dim=-1)[..., :-1]
         else:
             p = torch.softmax(logits, dim=-1)
-        out[s] = torch.einsum("kgl,lkd->kgd", p, v).reshape(H, D)
+        out[r] = torch.einsum("kgl,lkd->kgd", p, v).reshape(H, D)
     return out
 
 
@@ -466,7 +474,7 @@ def refusal_cases(torch, make, device, make_strided=None, make_misaligned=None):
 
     S, H, KVH, D, BS, MB, NB, P = 3, 8, 2, 64, 16, 80, 12, 2
     m = lambda shape, dt=f16: make(shape, dt, device)  # noqa: E731
-    u8 = torch.uint8
+    u8, i32 = torch.uint8, torch.int32
     F8 = lambda kv="fp8", **kw: B(kv_cache_dtype=kv, **kw)  # noqa: E731
     e4m3, e5m2 = getattr(torch, "float8_e4m3fn", None), getattr(torch, "float8_e5m2", None)
     small_workspace = mod(max_seq_len=1100)  # P = 2 partitions, 1100 tokens need 3
@@ -490,6 +498,24 @@ def refusal_cases(torch, make, device, make_strided=None, make_misaligned=None):
          ["sinks must have shape [num_heads] = [8]", "[2]"]),
         ("sinks not a tensor", mod(sinks=[0.5] * H), TypeError,
          ["sinks must be a torch.Tensor"]),
+        # several query tokens per sequence
+        ("query_start_loc without max_query_len", mod(query_start_loc=m((S + 1,), i32)),
+         ValueError, ["query_start_loc needs max_query_len="]),
+        ("max_query_len 17", mod(query_start_loc=m((S + 1,), i32), max_query_len=17),
+         ValueError, ["max_query_len must be in [1, 16], got 17"]),
+        ("max_query_len without query_start_loc", mod(max_query_len=4), ValueError,
+         ["max_query_len=4 needs query_start_loc"]),
+        ("query_start_loc int64", mod(query_start_loc=m((S + 1,), torch.int64), max_query_len=2),
+         TypeError, ["query_start_loc must be int32", "int64"]),
+        ("query_start_loc [num_seqs]", mod(query_start_loc=m((S,), i32), max_query_len=2),
+         ValueError, ["query_start_loc must have shape [num_seqs + 1] = [4]", "[3]"]),
+        ("query_start_loc not a tensor", mod(query_start_loc=[0, 1, 2, 3], max_query_len=2),
+         TypeError, ["query_start_loc must be a torch.Tensor"]),
+        ("query_start_loc, workspace rows of the sequences",
+         mod(query=m((5, H, D)), output=m((5, H, D)), query_start_loc=m((S + 1,), i32),
+             max_query_len=2),
+         ValueError, ["exp_sums must have shape [num_query_tokens, num_heads, "
+                      "max_num_partitions] = [5, 8, >= 1]"]),
         ("sliding_window 0", mod(sliding_window=0), ValueError,
          ["sliding_window must be None or a positive number of tokens, got 0"]),
         ("sliding_window a float", mod(sliding_window=128.0), TypeError, ["sliding_window"]),
@@ -689,7 +715,8 @@ def check_only(pa, args):
     fixed = a.pop("fixed_grid", False)
     window, cap = a.pop("sliding_window", None), a.pop("logits_soft_cap", None)
     sinks = a.pop("sinks", None)
-    return pa._checks.check_call(*pos, kv, ks, vs, a, fixed, window, cap, sinks)
+    qsl, mql = a.pop("query_start_loc", None), a.pop("max_query_len", None)
+    return pa._checks.check_call(*pos, kv, ks, vs, a, fixed, window, cap, sinks, qsl, mql)
 
 
 def accepted_cases(torch, make, device):
@@ -745,6 +772,15 @@ def accepted_cases(torch, make, device):
         ("block 64", B(BS=64, MB=20)),
         ("block 128, head 256", B(BS=128, MB=10, D=256)),
         ("sinks", mod(B(), sinks=make((8,), f32, device))),
+        ("query_start_loc, one row per sequence",
+         mod(B(), query_start_loc=make((4,), torch.int32, device), max_query_len=1)),
+        ("query_start_loc, 7 query rows for 3 sequences",
+         mod(B(), query=make((7, 8, 64), torch.float16, device),
+             output=make((7, 8, 64), torch.float16, device),
+             exp_sums=make((7, 8, 2), f32, device), max_logits=make((7, 8, 2), f32, device),
+             tmp_output=make((7, 8, 2, 64), f32, device),
+             query_start_loc=make((4,), torch.int32, device), max_query_len=16)),
+        ("max_query_len 1 without query_start_loc", mod(B(), max_query_len=1)),
         ("int k_scale/v_scale 1", mod(B(), k_scale=1, v_scale=1)),
         ("scale and soft cap just below rounding to inf as float32",
          mod(B(), scale=math.nextafter(2.0 ** 128 - 2.0 ** 103, 0.0),

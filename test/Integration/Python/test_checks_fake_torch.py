@@ -206,13 +206,15 @@ def accepted(args):
 def signature_is_the_seeds():
     ps = list(inspect.signature(pa.paged_attention_v2).parameters.values())
     names = [p.name for p in ps]
-    extensions = ["fixed_grid", "sliding_window", "logits_soft_cap", "sinks"]
+    extensions = ["fixed_grid", "sliding_window", "logits_soft_cap", "sinks", "query_start_loc",
+                  "max_query_len"]
     assert names == list(T.SEED_PARAMS) + ["kv_cache_dtype", "k_scale", "v_scale"] + extensions + [
         "kwargs"], names
     defaults = {p.name: p.default for p in ps if p.default is not inspect.Parameter.empty}
     assert defaults == {"kv_cache_dtype": "auto", "k_scale": 1.0, "v_scale": 1.0,
                         "fixed_grid": False, "sliding_window": None,
-                        "logits_soft_cap": None, "sinks": None}, defaults
+                        "logits_soft_cap": None, "sinks": None, "query_start_loc": None,
+                        "max_query_len": None}, defaults
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in ps[-5:-1])
     assert ps[-1].kind is inspect.Parameter.VAR_KEYWORD
 
@@ -512,7 +514,9 @@ def struct_layouts():
     assert D.v_scale.offset == 152 and D.k_scale_ptr.offset == 160
     assert D.v_scale_ptr.offset == 168
     assert D.sinks.offset == 176  # appended after the fp8 fields
-    assert ctypes.sizeof(D) == 184, ctypes.sizeof(D)
+    # Several query tokens: a pointer, an int32 and 4 bytes of padding.
+    assert D.query_start_loc.offset == 184 and D.max_query_len.offset == 192
+    assert ctypes.sizeof(D) == 200, ctypes.sizeof(D)
     assert (_capi.PA_KV_CACHE_AUTO, _capi.PA_KV_CACHE_FP8_E4M3, _capi.PA_KV_CACHE_FP8_E5M2) == (
         0, 1, 2)
     assert P.one_pass.offset == 128 and P.grid.offset == 140 and P.reduce_block.offset == 176

@@ -62,7 +62,8 @@ def schema_declares_what_is_written():
     assert names[:len(T.SEED_PARAMS)] == list(T.SEED_PARAMS), names
     assert names[len(T.SEED_PARAMS):] == [
         "kv_cache_dtype", "k_scale", "v_scale", "k_scale_tensor", "v_scale_tensor",
-        "sliding_window", "logits_soft_cap", "fixed_grid", "sinks"], names
+        "sliding_window", "logits_soft_cap", "fixed_grid", "sinks", "query_start_loc",
+        "max_query_len"], names
     assert torch._C._dispatch_has_kernel_for_dispatch_key(OP.name(), "CompositeExplicitAutograd")
     return str(s)
 
