@@ -18,6 +18,8 @@ Usage (a CUDA GPU with torch; PYTHONPATH=runtime/python, PA_KERNEL_LIBRARY):
                                         cache of the same values
   scripts/bench.py --partitions         every partition count forced (fixed grid) against
                                         the adaptive rule's choice, per config
+  scripts/bench.py --spec               several query tokens per sequence (speculative
+                                        decoding): q_len 1, 2, 4, 8 against q_len 1
   options: --dtype float16|bfloat16, --seed PATH (the seed's file), --json FILE
 
 Bandwidth = bytes of K and V the contexts hold / median time.
@@ -234,6 +236,47 @@ def features(dtype, copy_tbs, rows):
         torch.cuda.empty_cache()
 
 
+#: --spec's configs: the issue's GQA and MHA batches (batch 64, context 4096).
+SPEC_CONFIGS = ("gqa-b64-L4096", "mha-b64-L4096", "gqa-b8-L32768")
+
+
+def spec(dtype, copy_tbs, rows):
+    """Several query tokens per sequence: each q_len's call (every sequence
+    q_len tokens, query_start_loc) checked against the float64 reference,
+    then timed against the same batch with one token (the plain call);
+    TB/s counts the K and V bytes once."""
+    print(f"\n{'config':16} {'q_len':>5} {'ms':>8} {'vs q_len 1':>10}  TB/s (K+V once)  rel err")
+    for name in SPEC_CONFIGS:
+        seqs, heads, kvh, d, bs, length = CONFIGS[name]
+        q1, kc, vc, bt, sl = make_case(seqs, heads, kvh, d, bs, [length] * seqs, dtype, 13)
+        per_token = seqs * kvh * d * 2 * q1.element_size()
+        scale, parts = 1 / math.sqrt(d), -(-length // 512)
+        base = None
+        for q_len in (1, 2, 4, 8):
+            rows_q = seqs * q_len
+            q = torch.randn(rows_q, heads, d, device="cuda").to(dtype)
+            qsl = torch.arange(0, rows_q + 1, q_len, dtype=torch.int32, device="cuda")
+            out = torch.empty_like(q)
+            es = torch.empty(rows_q, heads, parts, device="cuda")
+            ml, tmp = torch.empty_like(es), torch.empty(rows_q, heads, parts, d, device="cuda")
+            kw = {} if q_len == 1 else {"query_start_loc": qsl, "max_query_len": q_len}
+            call = lambda: paged_attention_v2(out, es, ml, tmp, q, kc, vc, kvh, scale, bt, sl,
+                                              bs, length, None, **kw)
+            call()
+            err = T.rel_error(out, T.reference(q, kc, vc, bt, sl, scale,
+                                               query_start_loc=kw.get("query_start_loc")))
+            t = median_ms(call, rep_ms=100)
+            base = base or t
+            tbs = per_token * length / t / 1e9
+            print(f"{name:16} {q_len:5d} {t:8.4f} {t / base:10.3f}  {tbs:6.3f}"
+                  f" ({100 * tbs / copy_tbs:.0f}%)  {err:.1e}", flush=True)
+            rows.append({"config": name, "q_len": q_len, "ms": t, "vs_q_len_1": t / base,
+                         "TBps": tbs, "rel_err": err})
+            del q, out, es, ml, tmp
+        del q1, kc, vc, bt, sl
+        torch.cuda.empty_cache()
+
+
 def fp8(dtype, copy_tbs, rows, names):
     """fp8 KV caches against the 16-bit cache: the same context quantized
     (value = stored * scale), each checked against the float64 reference of
@@ -364,6 +407,7 @@ def main():
     ap.add_argument("--features", action="store_true")
     ap.add_argument("--fp8", action="store_true")
     ap.add_argument("--partitions", action="store_true")
+    ap.add_argument("--spec", action="store_true")
     ap.add_argument("--sweep-max-gb", type=float, default=4.0)
     ap.add_argument("--json", default="")
     a = ap.parse_args()
@@ -385,6 +429,8 @@ def main():
         sweep(dtype, copy_tbs, rows, a.sweep_max_gb)
     elif a.features:
         features(dtype, copy_tbs, rows)
+    elif a.spec:
+        spec(dtype, copy_tbs, rows)
     elif a.partitions:
         partitions(dtype, copy_tbs, rows, a.configs.split(",") if a.configs else
                    [n for n in CONFIGS if n != "gqa-b1-L512"])
