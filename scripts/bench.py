@@ -240,7 +240,7 @@ def features(dtype, copy_tbs, rows):
 SPEC_CONFIGS = ("gqa-b64-L4096", "mha-b64-L4096", "gqa-b8-L32768")
 
 
-def spec(dtype, copy_tbs, rows):
+def spec_decode(dtype, copy_tbs, rows):
     """Several query tokens per sequence: each q_len's call (every sequence
     q_len tokens, query_start_loc) checked against the float64 reference,
     then timed against the same batch with one token (the plain call);
@@ -430,7 +430,7 @@ def main():
     elif a.features:
         features(dtype, copy_tbs, rows)
     elif a.spec:
-        spec(dtype, copy_tbs, rows)
+        spec_decode(dtype, copy_tbs, rows)
     elif a.partitions:
         partitions(dtype, copy_tbs, rows, a.configs.split(",") if a.configs else
                    [n for n in CONFIGS if n != "gqa-b1-L512"])

@@ -104,24 +104,23 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
   Value headTid = arith::AddIOp::create(
       b, arith::MulIOp::create(b, rank, cIdx(b, 32)), lane);
   Value numHeads = toIndex(b, numHeadsArg);
-  // The query row (one per sequence, or a token of it) and its context;
-  // programs past their sequence's tokens return (uniformly: no barrier is
-  // split).
+  // The query row (one per sequence, or a token of it) and its context.
+  // Programs past their sequence's tokens run with no partitions and store
+  // nothing (straight-line, as ptxas keeps this kernel spill-free on sm_70).
   Value seq = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   QueryRow q = queryRowOf(b, gpu::BlockIdOp::create(b, gpu::Dimension::x), seq,
                           seqLens, arg("query_start_loc"),
                           arg("max_query_len"));
-  auto liveIf = scf::IfOp::create(b, q.live, /*withElseRegion=*/false);
-  b.setInsertionPointToStart(liveIf.thenBlock());
   Value head = arith::AddIOp::create(
       b, arith::MulIOp::create(b, q.unit, headsPerProgram), slot);
   // A slot past the last head computes the last head again (every thread
   // reaches the barriers) and stores nothing.
-  Value headValid =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, head, numHeads);
+  Value headValid = arith::AndIOp::create(
+      b, q.live,
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, head, numHeads));
   head = arith::MinUIOp::create(
       b, head, arith::SubIOp::create(b, numHeads, cIdx(b, 1)));
-  Value seqLen = q.seqLen;
+  Value seqLen = arith::SelectOp::create(b, q.live, q.seqLen, cIdx(b, 0));
   Value parts = arith::CeilDivUIOp::create(b, seqLen, toIndex(b, partTokens));
   // The window's first token max(seq_len - W, 0) (W = 0: none) and its
   // partition: the first one with a result.
@@ -343,7 +342,6 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
         });
   }
 
-  b.setInsertionPointAfter(liveIf);
   gpu::ReturnOp::create(b);
   return func;
 }

@@ -55,13 +55,17 @@
 // CHECK: arith.muli %[[ROW]], %{{.*}} : index
 // CHECK: gpu.return
 
-// The reduce kernel finds its row the same way.
+// The reduce kernel finds its row the same way; a program past its
+// sequence's tokens stores nothing (its heads are not valid) and walks no
+// partition (its context length is 0).
 // CHECK: gpu.func @pa_f16_d128_b16_h4_reduce({{.*}}, %[[RQSL:[^:]*]]: memref<1099511627776xi32>, %[[RMQL:[^:]*]]: i32) workgroup
 // CHECK: %[[RSEQ:.*]] = gpu.block_id y
 // CHECK: arith.cmpi ne, %[[RMQL]], %c0_i32 : i32
 // CHECK: memref.load %[[RQSL]][%[[RSEQ]]]
 // CHECK: %[[RLIVE:.*]] = arith.cmpi slt
-// CHECK: scf.if %[[RLIVE]] {
+// CHECK: %[[RCTX:.*]] = arith.maxsi
+// CHECK: arith.andi %[[RLIVE]], %{{.*}} : i1
+// CHECK: arith.select %[[RLIVE]], %[[RCTX]], %c0{{.*}} : index
 // CHECK: gpu.barrier
 // CHECK: gpu.return
 

@@ -122,12 +122,13 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK: %[[HTID:.*]] = arith.addi %{{.*}}, %[[LANE]]
 // CHECK: %[[BX:.*]] = gpu.block_id x
 // The grid's x is head blocks times query slots (one here): the block's
-// head block, then the row's programs only (scf.if).
+// head block.
 // CHECK: %[[HB:.*]] = arith.divui %[[BX]], %{{.*}} : index
-// CHECK: scf.if %{{.*}} {
 // CHECK: %[[H0:.*]] = arith.muli %[[HB]], %[[PER]]
 // CHECK: %[[HEAD:.*]] = arith.addi %[[H0]], %[[SLOT]]
-// CHECK: %[[VALID:.*]] = arith.cmpi ult, %[[HEAD]]
+// A real head of a live row (one token per sequence: every row is live).
+// CHECK: %[[INHEADS:.*]] = arith.cmpi ult, %[[HEAD]]
+// CHECK-NEXT: %[[VALID:.*]] = arith.andi %{{.*}}, %[[INHEADS]] : i1
 // CHECK: arith.minui %[[HEAD]]
 // CHECK: %[[W:.*]] = arith.index_cast %[[RW]] : i32 to index
 // CHECK: %[[START:.*]] = arith.select %{{.*}}, %{{.*}}, %c0{{.*}} : index

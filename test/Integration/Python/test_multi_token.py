@@ -91,7 +91,9 @@ def main():
         r.run("1+3 %s gqa8 d64 b32" % n, run, [4, 4, 4], 4, spec)
         mha = dict(S=3, H=8, KVH=8, D=256, BS=8, lens=[9, 1000, 520], dtype=dt)
         r.run("1+7 %s mha d256 b8" % n, run, [8, 8, 8], 8, mha)
-    every = dict(gqa, alibi=True, sinks=(-2.0, 4.0), poison_before=None)
+    # Every feature on a key with an _ext bundle in the covering set too.
+    every = dict(S=4, H=16, KVH=2, D=64, BS=32, lens=[900, 17, 2600, 4100], dtype=f16,
+                 alibi=True, sinks=(-2.0, 4.0))
     r.run("1+3 every feature", run, [4, 2, 4, 0], 4, every, **ALL)
     r.run("1+7 every feature, fixed grid", run, [8, 1, 8, 3], 8, every, fixed_grid=True,
           **ALL)
