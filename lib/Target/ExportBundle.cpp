@@ -143,10 +143,11 @@ std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
       m << " " << p.name;
     m << "\n";
   }
-  m << "grid partition num_partitions*query_slots "
-       "num_kv_heads*ceil(group_size/heads_per_program) num_seqs\n"
-    << "grid onepass query_slots "
-       "num_kv_heads*ceil(group_size/heads_per_program) num_seqs\n"
+  StringRef packs = cast<StringAttr>(key.get("query_packs")).getValue();
+  m << "grid partition num_partitions*" << packs
+    << " num_kv_heads*ceil(group_size/heads_per_program) num_seqs\n"
+    << "grid onepass " << packs
+    << " num_kv_heads*ceil(group_size/heads_per_program) num_seqs\n"
     << "grid reduce "
     << cast<StringAttr>(key.get("reduce_grid_x")).getValue()
     << " num_seqs\n";

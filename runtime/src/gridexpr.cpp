@@ -160,6 +160,8 @@ private:
       out.nodes.back().op = GridExpr::Op::CeilDiv;
       return true;
     }
+    if (name == "max")
+      return parseMax();
     int sym = gridSymOf(name);
     if (sym >= 0) {
       emit(GridExpr::Op::Sym, sym);
@@ -169,6 +171,27 @@ private:
     for (int i = 0; i < kNumGridSyms; ++i)
       known += std::string(i ? ", " : "") + gridSymName(GridSym(i));
     return fail("unknown name '" + name + "' (known: " + known + ")");
+  }
+
+  /// max(a, b), after the name.
+  bool parseMax() {
+    if (!peek('('))
+      return fail("max must be followed by '('");
+    ++pos;
+    if (!parseSum())
+      return false;
+    if (!peek(','))
+      return fail("max() takes two expressions: max(a, b)");
+    ++pos;
+    while (peek(' '))
+      ++pos;
+    if (!parseSum())
+      return false;
+    if (!peek(')'))
+      return fail("missing ')' after max(");
+    ++pos;
+    emit(GridExpr::Op::Max);
+    return true;
   }
 
   const std::string &text;
@@ -240,6 +263,9 @@ bool evalGridExpr(const GridExpr &expr, const GridEnv &env, int64_t &out) {
       if (b <= 0 || a < 0)
         return false;
       r = a / b + (a % b != 0);
+      break;
+    case GridExpr::Op::Max:
+      r = a > b ? a : b;
       break;
     default:
       return false;

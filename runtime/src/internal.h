@@ -159,7 +159,7 @@ const char *gridSymName(GridSym sym);
 /// names, + - * / (floor), ceil(a/b) and parentheses, no spaces. Stored in
 /// postfix order.
 struct GridExpr {
-  enum class Op : uint8_t { Const, Sym, Add, Sub, Mul, Div, CeilDiv };
+  enum class Op : uint8_t { Const, Sym, Add, Sub, Mul, Div, CeilDiv, Max };
   struct Node {
     Op op;
     int64_t value; // Const: the number; Sym: the GridSym.

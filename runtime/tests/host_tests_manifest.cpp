@@ -349,6 +349,9 @@ void gridExprTests() {
                  {"7/2", 3},
                  {"ceil((num_heads/heads_per_program))", 12},
                  {"ceil(num_heads/ceil(4/ceil(num_partitions/8)))", 24},
+                 {"max(1,heads_per_program/group_size)", 1},
+                 {"max(16/group_size, 1)", 2},
+                 {"num_partitions*ceil(5/max(1,8/group_size))", 100},
                  {"1", 1}};
     for (const auto &c : cases) {
       GridExpr e;
@@ -373,7 +376,10 @@ void gridExprTests() {
                  {"num_heads+", "expression ends early"},
                  {"num_heads)", "unexpected ')' at column 10"},
                  {"2^3", "unexpected '^' at column 2"},
-                 {"99999999999", "number too large"}};
+                 {"99999999999", "number too large"},
+                 {"max(1)", "max() takes two expressions"},
+                 {"max 1", "max must be followed by '('"},
+                 {"max(1,2", "missing ')' after max("}};
     for (const auto &c : cases) {
       GridExpr e;
       std::string why;

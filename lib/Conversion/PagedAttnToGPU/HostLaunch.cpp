@@ -78,6 +78,8 @@ gpu::GPUModuleOp getOrCreateVariantModule(RewriterBase &rewriter,
                                   b.getI64IntegerAttr(4 * plan.sharedFloats())),
                    b.getNamedAttr("reduce_grid_x",
                                   b.getStringAttr(reduceGridX())),
+                   b.getNamedAttr("query_packs",
+                                  b.getStringAttr(queryPacks(plan.usesMma()))),
                    b.getNamedAttr("reduce_threads",
                                   b.getI64IntegerAttr(kReduceWarps * 32)),
                    b.getNamedAttr("reduce_shared_bytes",
@@ -254,6 +256,18 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
     auto timesSlots = [&](OpBuilder &b, Value v) -> Value {
       return maxQueryLen ? arith::MulIOp::create(b, loc, v, maxQueryLen) : v;
     };
+    // The partition kernels' packs of query tokens (queryPacks): the
+    // tensor-core tile serves max(heads_per_program / group, 1) tokens.
+    int64_t perProgram =
+        plan->usesMma() ? std::max<int64_t>(1, plan->headsPerProgram / group)
+                        : 1;
+    auto timesPacks = [&](OpBuilder &b, Value v) -> Value {
+      if (!maxQueryLen || perProgram == 1)
+        return timesSlots(b, v);
+      Value packs = arith::CeilDivUIOp::create(b, loc, maxQueryLen,
+                                               idx(perProgram));
+      return arith::MulIOp::create(b, loc, v, packs);
+    };
     Value maxBlocks = dim(op.getBlockTables(), 1);
     Value maxParts = dim(op.getExpSums(), 2);
     // Adaptive: partitions for max_seq_len. Fixed grid: every workspace
@@ -286,7 +300,7 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
     auto launchPartition = [&](OpBuilder &b, KernelRole role, Value gridX) {
       gpu::LaunchFuncOp::create(
           b, loc, kernel(std::string("_") + roleName(role)),
-          gpu::KernelDim3{timesSlots(b, gridX), idx(kvHeads * tiles), seqs},
+          gpu::KernelDim3{timesPacks(b, gridX), idx(kvHeads * tiles), seqs},
           block,
           /*dynamicSharedMemorySize=*/Value(), argsOf(role));
     };

@@ -8,6 +8,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cfloat>
@@ -49,11 +50,16 @@ Value mlir::paged_attn::slidingWindowStart(ImplicitLocOpBuilder &b,
 
 QueryRow mlir::paged_attn::queryRowOf(ImplicitLocOpBuilder &b, Value gridX,
                                       Value seq, Value seqLens,
-                                      Value queryStartLoc, Value maxQueryLen) {
+                                      Value queryStartLoc, Value maxQueryLen,
+                                      Value perProgram) {
+  QueryRow r;
   // seq_lens[seq] first: its load is in flight with query_start_loc's.
-  Value len = toIndex(b, memref::LoadOp::create(b, seqLens, ValueRange{seq}));
+  r.len = toIndex(b, memref::LoadOp::create(b, seqLens, ValueRange{seq}));
   Value slots = arith::MaxUIOp::create(b, toIndex(b, maxQueryLen), cIdx(b, 1));
-  Value j = arith::RemUIOp::create(b, gridX, slots);
+  std::optional<int64_t> one = getConstantIntValue(perProgram);
+  Value packs = one && *one == 1
+                    ? slots
+                    : arith::CeilDivUIOp::create(b, slots, perProgram).getResult();
   Value multi = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, maxQueryLen,
                                       arith::ConstantIntOp::create(b, 0, 32));
   // The sequence's first row and token count: from query_start_loc, or
@@ -74,17 +80,30 @@ QueryRow mlir::paged_attn::queryRowOf(ImplicitLocOpBuilder &b, Value gridX,
     b.setInsertionPointToStart(ifOp.elseBlock());
     scf::YieldOp::create(b, ValueRange{seq, cIdx(b, 1)});
   }
-  Value start = ifOp.getResult(0), qLen = ifOp.getResult(1);
-  QueryRow r;
-  r.unit = arith::DivUIOp::create(b, gridX, slots);
-  r.row = arith::AddIOp::create(b, start, j);
-  r.live = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, j, qLen);
+  r.start = ifOp.getResult(0), r.qLen = ifOp.getResult(1);
+  r.j0 = arith::RemUIOp::create(b, gridX, packs);
+  if (!one || *one != 1)
+    r.j0 = arith::MulIOp::create(b, r.j0, perProgram);
+  r.unit = arith::DivUIOp::create(b, gridX, packs);
+  r.row = arith::AddIOp::create(b, r.start, r.j0);
+  r.live = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, r.j0, r.qLen);
+  // The program's last token: min(j0 + P, q_len) - 1.
+  Value last = arith::SubIOp::create(
+      b,
+      arith::MinSIOp::create(b, arith::AddIOp::create(b, r.j0, perProgram),
+                             r.qLen),
+      cIdx(b, 1));
+  r.seqLen = tokenContext(b, r, last);
+  return r;
+}
+
+Value mlir::paged_attn::tokenContext(ImplicitLocOpBuilder &b,
+                                     const QueryRow &q, Value j) {
   // Token j stands at p = seq_len - q_len + j and attends to 0..p.
   Value attended = arith::AddIOp::create(
-      b, arith::SubIOp::create(b, len, qLen),
+      b, arith::SubIOp::create(b, q.len, q.qLen),
       arith::AddIOp::create(b, j, cIdx(b, 1)));
-  r.seqLen = arith::MaxSIOp::create(b, attended, cIdx(b, 0));
-  return r;
+  return arith::MaxSIOp::create(b, attended, cIdx(b, 0));
 }
 
 Value mlir::paged_attn::fp8PairToF16(ImplicitLocOpBuilder &b, Value bytes,

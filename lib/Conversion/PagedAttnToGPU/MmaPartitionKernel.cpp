@@ -108,9 +108,17 @@ private:
   /// Chunk quads: k16-block pairs (fp8: quadruples) of the score product.
   int64_t quads() const { return llvm::divideCeil(plan.chunks, 4); }
 
+  /// The token range [lo, hi) of the lane's slot 2t + e of n8 block n
+  /// ([2n + e]) within the partition: a packed slot's query token attends
+  /// to its own context (docs/features.md, "Several query tokens").
+  void planSlotRanges(ImplicitLocOpBuilder &b);
+
   Value g, t;
   /// ALiBi slope x log2(e) of the lane's head 2t + e of n8 block n: [2n + e].
   SmallVector<Value> slopes;
+  /// The slots' token ranges, and (ALiBi) slope x (seq_len - the slot's
+  /// context): its position offset from the program's last token.
+  SmallVector<Value> lo, hi, alibiBias;
 };
 
 } // namespace
@@ -230,16 +238,43 @@ void MmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
       slopes.push_back(alibiSlopeLog2(b, safe));
     }
 
+  planSlotRanges(b);
+  // Packed tokens end (and, windowed, start) at different tokens: every
+  // step is masked then.
+  Value packed = arith::CmpIOp::create(b, arith::CmpIPredicate::ugt,
+                                       perProgram, cIdx(b, 1));
   state.values = emitStepLoop(
       b, state.values,
       [&](ImplicitLocOpBuilder &nb, Value step, bool masked,
           SmallVector<Value> values) {
         MmaState in{nBlocks(), mBlocks(), std::move(values)};
         return emitStep(nb, step, masked, in).values;
-      });
+      },
+      /*prologue=*/nullptr, packed);
 
   storeWarpState(b, state);
   emitEpilogue(b);
+}
+
+void MmaPartitionBuilder::planSlotRanges(ImplicitLocOpBuilder &b) {
+  lo.clear(), hi.clear(), alibiBias.clear();
+  for (int64_t n = 0; n < nBlocks(); ++n)
+    for (int64_t e = 0; e < 2; ++e) {
+      Slot s = slotOf(
+          b, arith::AddIOp::create(b, arith::MulIOp::create(b, t, cIdx(b, 2)),
+                                   cIdx(b, 8 * n + e)));
+      Value len = tokenContext(b, tokens, s.token);
+      lo.push_back(arith::MaxUIOp::create(
+          b, rangeStart, slidingWindowStart(b, len, slidingWindow)));
+      hi.push_back(arith::MinUIOp::create(b, partEnd, len));
+      if (!plan.extLogits)
+        continue;
+      Value delta = arith::SIToFPOp::create(
+          b, b.getF32Type(),
+          arith::IndexCastOp::create(b, b.getI32Type(),
+                                     arith::SubIOp::create(b, seqLen, len)));
+      alibiBias.push_back(arith::MulFOp::create(b, slopes[2 * n + e], delta));
+    }
 }
 
 MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
@@ -341,14 +376,20 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
   auto valid = [&](Value ofs) {
     return tokenValid(b, arith::AddIOp::create(b, tok0, ofs));
   };
-  Value rowTok[2], rowValid[2], rowPos[2];
+  Value rowTok[2], rowPos[2];
   for (int64_t r = 0; r < 2; ++r) {
     rowTok[r] = arith::AddIOp::create(b, g, cIdx(b, 8 * r));
     if (plan.extLogits)
       rowPos[r] = alibiPosition(b, arith::AddIOp::create(b, tok0, rowTok[r]));
-    if (masked)
-      rowValid[r] = valid(rowTok[r]);
   }
+  // Masked steps: token row r against slot (n, e)'s range [lo, hi).
+  auto slotValid = [&](int64_t n, int64_t r, int64_t e) {
+    Value tok = arith::AddIOp::create(b, tok0, rowTok[r]);
+    return arith::AndIOp::create(
+        b,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::uge, tok, lo[2 * n + e]),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tok, hi[2 * n + e]));
+  };
 
   // The logits in the log2 domain: scale, soft cap, ALiBi, then the mask
   // (last, so a masked token stays -inf whatever the cap does).
@@ -362,8 +403,9 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
   auto logit = [&](int64_t n, int64_t r, int64_t e) {
     Value v = logits[(n * 2 + r) * 2 + e];
     if (plan.extLogits)
-      v = fma(b, slopes[2 * n + e], rowPos[r], v);
-    return masked ? arith::SelectOp::create(b, rowValid[r], v,
+      v = arith::AddFOp::create(b, fma(b, slopes[2 * n + e], rowPos[r], v),
+                                alibiBias[2 * n + e]);
+    return masked ? arith::SelectOp::create(b, slotValid(n, r, e), v,
                                             cF32(b, -INFINITY))
                   : v;
   };

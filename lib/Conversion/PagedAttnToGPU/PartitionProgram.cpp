@@ -109,17 +109,62 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
   return func;
 }
 
+Value PartitionProgram::tokensPerProgram(ImplicitLocOpBuilder &b,
+                                         Value groupLen) {
+  if (!packsTokens())
+    return cIdx(b, 1);
+  // max(heads_per_program / group, 1) with several query tokens per
+  // sequence, else 1 (the manifest's grid says the same: ExportBundle).
+  Value fit = arith::MaxUIOp::create(
+      b, arith::DivUIOp::create(b, cIdx(b, plan.headsPerProgram), groupLen),
+      cIdx(b, 1));
+  Value multi = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, maxQueryLen,
+                                      arith::ConstantIntOp::create(b, 0, 32));
+  return arith::SelectOp::create(b, multi, fit, cIdx(b, 1));
+}
+
+PartitionProgram::Slot PartitionProgram::slotOf(ImplicitLocOpBuilder &b,
+                                                Value g) {
+  // One token: slot = tile * headsPerProgram + g, head = kvHead * group +
+  // slot. Packed tokens (P > 1, one tile per KV head): token u = g / group,
+  // head kvHead * group + g % group.
+  Value groupLen = toIndex(b, groupSize);
+  Value u = cIdx(b, 0), inGroup = g;
+  if (packsTokens()) {
+    Value packed = arith::CmpIOp::create(b, arith::CmpIPredicate::ugt,
+                                         perProgram, cIdx(b, 1));
+    Value span = arith::SelectOp::create(b, packed, groupLen,
+                                         cIdx(b, plan.headsPerProgram));
+    u = arith::DivUIOp::create(b, g, span);
+    inGroup = arith::RemUIOp::create(b, g, span);
+  }
+  Value slot = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, tile, cIdx(b, plan.headsPerProgram)),
+      inGroup);
+  Slot s;
+  s.valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, slot, groupLen);
+  s.head = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, kvHead, groupLen), slot);
+  s.row = row;
+  s.token = tokens.j0;
+  if (!packsTokens())
+    return s;
+  Value token = arith::AddIOp::create(b, tokens.j0, u);
+  Value tokenValid = arith::AndIOp::create(
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, u, perProgram),
+      arith::CmpIOp::create(b, arith::CmpIPredicate::slt, token, tokens.qLen));
+  s.valid = arith::AndIOp::create(b, s.valid, tokenValid);
+  // An invalid slot keeps the program's row and token: rows that exist.
+  s.row = arith::SelectOp::create(b, s.valid,
+                                  arith::AddIOp::create(b, row, u), row);
+  s.token = arith::SelectOp::create(b, s.valid, token, tokens.j0);
+  return s;
+}
+
 std::pair<Value, Value> PartitionProgram::headOfSlot(ImplicitLocOpBuilder &b,
                                                      Value g) {
-  // slot = tile * headsPerProgram + g; head = kvHead * groupSize + slot.
-  Value slot = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, tile, cIdx(b, plan.headsPerProgram)), g);
-  Value groupLen = toIndex(b, groupSize);
-  Value valid =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, slot, groupLen);
-  Value head = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, kvHead, groupLen), slot);
-  return {head, valid};
+  Slot s = slotOf(b, g);
+  return {s.head, s.valid};
 }
 
 std::pair<Value, Value> PartitionProgram::headOf(ImplicitLocOpBuilder &b,
@@ -153,7 +198,8 @@ void PartitionProgram::stageQuery(ImplicitLocOpBuilder &b, int64_t rows,
     b.setInsertionPointToStart(ifOp.thenBlock());
     Value slot = arith::DivUIOp::create(b, i, cIdx(b, chunks));
     Value chunk = arith::RemUIOp::create(b, i, cIdx(b, chunks));
-    auto [head, valid] = headOfSlot(b, slot);
+    Slot s = slotOf(b, slot);
+    Value head = s.head, valid = s.valid;
     Value use = valid;
     if (liveRows < rows)
       use = arith::AndIOp::create(
@@ -173,7 +219,7 @@ void PartitionProgram::stageQuery(ImplicitLocOpBuilder &b, int64_t rows,
         b,
         arith::MulIOp::create(
             b,
-            arith::AddIOp::create(b, arith::MulIOp::create(b, row, numHeads),
+            arith::AddIOp::create(b, arith::MulIOp::create(b, s.row, numHeads),
                                   safeHead),
             cIdx(b, plan.headSize)),
         arith::MulIOp::create(b, safeChunk, cIdx(b, qPack)));
@@ -214,14 +260,15 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
   warp = arith::DivUIOp::create(b, tid, cIdx(b, 32));
   Value kvTile = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   seq = gpu::BlockIdOp::create(b, gpu::Dimension::z);
-  QueryRow q = queryRowOf(b, gpu::BlockIdOp::create(b, gpu::Dimension::x),
-                          seq, seqLens, queryStartLoc, maxQueryLen);
-  part = q.unit, row = q.row, seqLen = q.seqLen;
+  Value groupLen = toIndex(b, groupSize);
+  perProgram = tokensPerProgram(b, groupLen);
+  tokens = queryRowOf(b, gpu::BlockIdOp::create(b, gpu::Dimension::x), seq,
+                     seqLens, queryStartLoc, maxQueryLen, perProgram);
+  part = tokens.unit, row = tokens.row, seqLen = tokens.seqLen;
   // Programs past their sequence's query tokens have no row: they return.
-  auto live = scf::IfOp::create(b, q.live, /*withElseRegion=*/false);
+  auto live = scf::IfOp::create(b, tokens.live, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(live.thenBlock());
-  Value groupLen = toIndex(b, groupSize);
   Value tiles = arith::CeilDivUIOp::create(b, groupLen,
                                            cIdx(b, plan.headsPerProgram));
   kvHead = arith::DivUIOp::create(b, kvTile, tiles);
@@ -245,8 +292,11 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
     capInvScale = arith::DivFOp::create(b, cF32(b, 2.0 * M_LOG2E), capLog2);
   }
 
-  // The sliding window's first token: max(seq_len - window, 0), 0 without.
-  Value windowStart = slidingWindowStart(b, seqLen, slidingWindow);
+  // The sliding window's first token: max(seq_len - window, 0), 0 without
+  // (of the program's first token: the others' windows start later).
+  Value windowStart = slidingWindowStart(
+      b, packsTokens() ? tokenContext(b, tokens, tokens.j0) : seqLen,
+      slidingWindow);
 
   auto setRange = [&](Value start, Value end) {
     partStart = start;
@@ -287,7 +337,8 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
 
 void PartitionProgram::emitSentinels(ImplicitLocOpBuilder &b) {
   for (int64_t g = 0; g < plan.headsPerProgram; ++g) {
-    auto [head, valid] = headOf(b, g);
+    Slot s = slotOf(b, cIdx(b, g));
+    Value head = s.head, valid = s.valid;
     Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid,
                                         cIdx(b, 0));
     Value write = arith::AndIOp::create(b, valid, first);
@@ -295,7 +346,7 @@ void PartitionProgram::emitSentinels(ImplicitLocOpBuilder &b) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     Value headRow = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, row, numHeads), head);
+        b, arith::MulIOp::create(b, s.row, numHeads), head);
     Value idx = arith::AddIOp::create(
         b, arith::MulIOp::create(b, headRow, toIndex(b, maxParts)), part);
     memref::StoreOp::create(b, cF32(b, -INFINITY), maxLogits, ValueRange{idx});
@@ -315,8 +366,9 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
     // The head slot and dim of pair i.
     Value g = arith::DivUIOp::create(b, i, cIdx(b, d));
     Value dim = arith::RemUIOp::create(b, i, cIdx(b, d));
-    auto [head, slotValid] = headOfSlot(b, g);
-    Value valid = arith::AndIOp::create(b, inRange, slotValid);
+    Slot s = slotOf(b, g);
+    Value head = s.head;
+    Value valid = arith::AndIOp::create(b, inRange, s.valid);
     auto ifOp = scf::IfOp::create(b, valid, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
@@ -348,7 +400,7 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
     if (valueScale) // fp8: v_scale (with the cache factor)
       result = arith::MulFOp::create(b, result, valueScale);
     Value headRow = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, row, numHeads), head);
+        b, arith::MulIOp::create(b, s.row, numHeads), head);
     if (onePass) {
       Value idx = arith::AddIOp::create(
           b, arith::MulIOp::create(b, headRow, cIdx(b, d)), dim);
@@ -400,7 +452,35 @@ Value PartitionProgram::tokenValid(ImplicitLocOpBuilder &b, Value tok) {
 SmallVector<Value> PartitionProgram::emitStepLoop(ImplicitLocOpBuilder &b,
                                                   SmallVector<Value> state,
                                                   StepFn step,
-                                                  PrologueFn prologue) {
+                                                  PrologueFn prologue,
+                                                  Value allMasked) {
+  if (!allMasked)
+    return emitSplitStepLoop(b, std::move(state), step, prologue);
+  assert(!prologue && "an all-masked loop carries no prologue values");
+  // Every step masked (the tokens' ranges differ within the tile), warps
+  // round robin; else the split loop.
+  auto ifOp = scf::IfOp::create(b, ValueRange(state).getTypes(), allMasked,
+                                /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value steps = arith::CeilDivUIOp::create(
+      b, arith::SubIOp::create(b, partEnd, stepBase), cIdx(b, plan.tokenStep));
+  auto loop = scf::ForOp::create(
+      b, warp, steps, cIdx(b, plan.warps), state,
+      [&](OpBuilder &nested, Location loc, Value iv, ValueRange iterArgs) {
+        ImplicitLocOpBuilder nb(loc, nested);
+        scf::YieldOp::create(
+            nb, step(nb, iv, /*masked=*/true, llvm::to_vector(iterArgs)));
+      });
+  scf::YieldOp::create(b, loop.getResults());
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(b, emitSplitStepLoop(b, state, step, prologue));
+  return SmallVector<Value>(ifOp.getResults());
+}
+
+SmallVector<Value> PartitionProgram::emitSplitStepLoop(
+    ImplicitLocOpBuilder &b, SmallVector<Value> state, StepFn step,
+    PrologueFn prologue) {
   Value stepLen = cIdx(b, plan.tokenStep), zero = cIdx(b, 0);
   Value tokens = arith::SubIOp::create(b, partEnd, stepBase);
   Value full = arith::DivUIOp::create(b, tokens, stepLen);

@@ -12,6 +12,7 @@
 #ifndef PAGED_ATTN_LIB_CONVERSION_PAGEDATTNTOGPU_PARTITIONPROGRAM_H
 #define PAGED_ATTN_LIB_CONVERSION_PAGEDATTNTOGPU_PARTITIONPROGRAM_H
 
+#include "KernelIdioms.h"
 #include "KernelPlan.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -50,9 +51,12 @@ protected:
   /// warp, through one masked body. With a prologue, its values follow the
   /// state through the unmasked steps (which must return them, updated) and
   /// are dropped before the masked ones. Returns the final state.
+  /// With `allMasked` (an i1, uniform over the program) true at run time,
+  /// every step runs masked instead.
   SmallVector<Value> emitStepLoop(ImplicitLocOpBuilder &b,
                                   SmallVector<Value> state, StepFn step,
-                                  PrologueFn prologue = nullptr);
+                                  PrologueFn prologue = nullptr,
+                                  Value allMasked = nullptr);
   /// First token of warp step `step`.
   Value stepToken(ImplicitLocOpBuilder &b, Value step);
   /// Element offset of key_cache[phys, kvh, chunk, slot, 0]: `base` (that
@@ -73,8 +77,22 @@ protected:
   /// The scores unchanged in variants without it.
   SmallVector<Value> softCap(ImplicitLocOpBuilder &b, ArrayRef<Value> scores);
 
-  /// Query head of tile slot g, and whether it exists (the last tile of a
-  /// group that is not a multiple of the tile is masked).
+  /// Whether the kernel packs several query tokens of a sequence into its
+  /// tile (the tensor-core kernel: a GQA group smaller than the tile leaves
+  /// rows for the next tokens' heads).
+  bool packsTokens() const { return plan.usesMma(); }
+  /// Query tokens per program: max(heads_per_program / group, 1) when the
+  /// kernel packs tokens and the call has several, else 1.
+  Value tokensPerProgram(ImplicitLocOpBuilder &b, Value groupLen);
+  /// What tile slot g computes: a query head of a query row (token), and
+  /// whether the slot exists (the last tile of a group that is not a
+  /// multiple of the tile is masked, as are packed slots past the
+  /// sequence's tokens). An invalid slot has the program's row and token.
+  struct Slot {
+    Value head, valid, row, token;
+  };
+  Slot slotOf(ImplicitLocOpBuilder &b, Value g);
+  /// Query head of tile slot g, and whether it exists.
   std::pair<Value, Value> headOf(ImplicitLocOpBuilder &b, int64_t g);
   /// headOf(g), or the group's last head where slot g is masked: a row of
   /// the query that exists, whose results are dropped.
@@ -124,6 +142,9 @@ protected:
   Value tid, lane, warp, part, seq, row, kvHead, tile, numHeads, seqLen,
       partStart, partEnd, rangeStart, stepBase, blockRow, kvHeadOffset,
       blockStride;
+  // The program's query tokens (KernelIdioms.h) and how many it serves.
+  QueryRow tokens;
+  Value perProgram;
   // Soft cap: enabled flag, C = cap * log2(e) and 2 log2(e) / C.
   Value capOn, capLog2, capInvScale;
   // fp8 caches: `scale` above already includes k_scale; the factor for the
@@ -131,6 +152,9 @@ protected:
   Value valueScale;
 
 private:
+  SmallVector<Value> emitSplitStepLoop(ImplicitLocOpBuilder &b,
+                                       SmallVector<Value> state, StepFn step,
+                                       PrologueFn prologue);
   void emitBody(ImplicitLocOpBuilder &b);
   void emitSentinels(ImplicitLocOpBuilder &b);
 };

@@ -110,7 +110,7 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
   Value seq = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   QueryRow q = queryRowOf(b, gpu::BlockIdOp::create(b, gpu::Dimension::x), seq,
                           seqLens, arg("query_start_loc"),
-                          arg("max_query_len"));
+                          arg("max_query_len"), /*perProgram=*/cIdx(b, 1));
   Value head = arith::AddIOp::create(
       b, arith::MulIOp::create(b, q.unit, headsPerProgram), slot);
   // A slot past the last head computes the last head again (every thread

@@ -26,13 +26,21 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // Workgroup memory: the epilogue's 4 warps x 8 heads x (128 + 2) floats,
 // each warp's two 8 x 20 buffers for the weights, and the tile's query
 // (8 heads x (64 + 16 padding) words).
-// CHECK: gpu.module @pa_f16_d128_b16_h8_mma attributes {paged_attn.variant = {{{.*}}ext_logits = false, {{.*}}heads_per_program = 8 : i64, reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))*query_slots", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 24320 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+// CHECK: gpu.module @pa_f16_d128_b16_h8_mma attributes {paged_attn.variant = {{{.*}}ext_logits = false, {{.*}}heads_per_program = 8 : i64, query_packs = "ceil(query_slots/max(1,heads_per_program/group_size))", reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))*query_slots", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 24320 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
 // The lean variant takes the sliding window (last), not ALiBi or the cap.
 // CHECK: gpu.func @pa_f16_d128_b16_h8_mma_partition({{.*}}, %{{.*}}: i32, %{{.*}}: i32) workgroup(%[[SMEM:.*]] : memref<6080xf32, #gpu.address_space<workgroup>>) kernel
 // The query, staged once: 16-byte loads to workgroup memory, one barrier.
 // CHECK: vector.load %arg0[%{{.*}}] {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>
 // CHECK: vector.store %{{.*}}, %[[SMEM]][%{{.*}}] {alignment = 16 : i64} : memref<6080xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK: gpu.barrier
+// Several query tokens packed in the tile run every step masked (the
+// first loop); one token per sequence runs the split loops below.
+// CHECK: scf.if %{{.*}} -> (f32, f32,
+// CHECK: arith.subi
+// CHECK: arith.ceildivui
+// CHECK: scf.for
+// CHECK: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
+// CHECK: } else {
 // The state: m and l of the lane's 2 heads, 4 accumulators x 8 m16 blocks.
 // CHECK: scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
 // One block-table entry, then every load of the step: 8 key chunks of 16

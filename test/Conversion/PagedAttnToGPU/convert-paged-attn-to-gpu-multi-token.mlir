@@ -33,21 +33,26 @@
 // CHECK: %[[SEQ:.*]] = gpu.block_id z
 // CHECK: %[[BX:.*]] = gpu.block_id x
 // CHECK: %[[LEN:.*]] = memref.load %[[SLK]][%[[SEQ]]]
-// CHECK: %[[SLOTS:.*]] = arith.maxui %{{.*}}, %c1 : index
-// CHECK: %[[J:.*]] = arith.remui %[[BX]], %[[SLOTS]] : index
+// CHECK-NEXT: %[[LENI:.*]] = arith.index_cast %[[LEN]] : i32 to index
+// CHECK: %[[SLOTS:.*]] = arith.maxui %{{.*}}, %c1{{.*}} : index
 // CHECK: %[[MULTI:.*]] = arith.cmpi ne, %[[MQL]], %c0_i32 : i32
 // CHECK: %[[R:.*]]:2 = scf.if %[[MULTI]] -> (index, index) {
 // CHECK: memref.load %[[QSLK]][%[[SEQ]]]
 // CHECK: memref.load %[[QSLK]]
 // CHECK: } else {
 // CHECK: scf.yield %[[SEQ]], %c1{{.*}} : index, index
+// The SIMT kernel serves one token per program: j = x mod slots.
+// CHECK: %[[J:.*]] = arith.remui %[[BX]], %[[SLOTS]] : index
 // CHECK: %[[PART:.*]] = arith.divui %[[BX]], %[[SLOTS]] : index
 // CHECK: %[[ROW:.*]] = arith.addi %[[R]]#0, %[[J]] : index
 // CHECK: %[[LIVE:.*]] = arith.cmpi slt, %[[J]], %[[R]]#1 : index
-// CHECK: %[[LENI:.*]] = arith.index_cast %[[LEN]] : i32 to index
-// CHECK: %[[J1:.*]] = arith.addi %[[J]], %c1{{.*}} : index
+// The program's last token min(j + 1, q_len) - 1 attends to seq_lens[s] -
+// q_len + that + 1 tokens.
+// CHECK: %[[END:.*]] = arith.minsi %{{.*}}, %[[R]]#1 : index
+// CHECK: %[[LAST:.*]] = arith.subi %[[END]], %c1{{.*}} : index
+// CHECK: %[[L1:.*]] = arith.addi %[[LAST]], %c1{{.*}} : index
 // CHECK: %[[D:.*]] = arith.subi %[[LENI]], %[[R]]#1 : index
-// CHECK: %[[P1:.*]] = arith.addi %[[D]], %[[J1]] : index
+// CHECK: %[[P1:.*]] = arith.addi %[[D]], %[[L1]] : index
 // CHECK: %[[CTX:.*]] = arith.maxsi %[[P1]], %c0 : index
 // CHECK: scf.if %[[LIVE]] {
 // The block table row is the sequence's, the query row the token's.
@@ -69,14 +74,34 @@
 // CHECK: gpu.barrier
 // CHECK: gpu.return
 
-// The tensor-core kernel shares the prologue.
+// The tensor-core tile packs max(8 / group, 1) tokens of a sequence (group
+// 4: two tokens' heads in the 8-row tile): the grid launches
+// ceil(max_query_len / 2) packs, the kernel derives the same count, and a
+// packed program runs every step masked against each slot's own range.
 // MMA-LABEL: func.func @spec
+// MMA: } else {
+// MMA: %[[PACKS:.*]] = arith.ceildivui %{{.*}}, %c2{{.*}} : index
+// MMA: %[[PX:.*]] = arith.muli %{{.*}}, %[[PACKS]] : index
+// MMA: gpu.launch_func @pa_f16_d128_b16_h8_mma::@pa_f16_d128_b16_h8_mma_partition blocks in (%[[PX]],
+// MMA: gpu.module @pa_f16_d128_b16_h8_mma attributes {paged_attn.variant = {{{.*}}query_packs = "ceil(query_slots/max(1,heads_per_program/group_size))"
 // MMA: gpu.func @pa_f16_d128_b16_h8_mma_partition({{.*}}, %[[QSLK:[^:]*]]: memref<1099511627776xi32>, %[[MQL:[^:]*]]: i32) workgroup
-// MMA: arith.cmpi ne, %[[MQL]], %c0_i32 : i32
+// MMA: %[[FIT0:.*]] = arith.divui %c8, %{{.*}} : index
+// MMA: %[[FIT:.*]] = arith.maxui %[[FIT0]], %c1{{.*}} : index
+// MMA: %[[P:.*]] = arith.select %{{.*}}, %[[FIT]], %c1{{.*}} : index
+// MMA: %[[SL:.*]] = arith.maxui
+// MMA: %[[NP:.*]] = arith.ceildivui %[[SL]], %[[P]] : index
 // MMA: memref.load %[[QSLK]]
-// MMA: %[[LIVE:.*]] = arith.cmpi slt
+// MMA: %[[PK:.*]] = arith.remui %{{.*}}, %[[NP]] : index
+// MMA: %[[J0:.*]] = arith.muli %[[PK]], %[[P]] : index
+// MMA: %[[LIVE:.*]] = arith.cmpi slt, %[[J0]]
 // MMA: scf.if %[[LIVE]] {
+// MMA: scf.if %{{.*}} -> (f32, f32,
+// MMA: arith.subi
+// MMA: arith.ceildivui
+// MMA: scf.for
 // MMA: nvvm.mma.sync
+// MMA: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
+// MMA: } else {
 func.func @spec(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
     %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
     %qsl: memref<?xi32>, %qlen: index, %max: index,

@@ -36,7 +36,7 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 }
 
 // The variant module: the key, three kernels, bare-pointer flat parameters.
-// CHECK: gpu.module @pa_f16_d128_b16_h4 attributes {paged_attn.variant = {block_size = 16 : i64, cache_dtype = f16, dtype = f16, ext_logits = false, head_size = 128 : i64, heads_per_program = 4 : i64, reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))*query_slots", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 9472 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+// CHECK: gpu.module @pa_f16_d128_b16_h4 attributes {paged_attn.variant = {block_size = 16 : i64, cache_dtype = f16, dtype = f16, ext_logits = false, head_size = 128 : i64, heads_per_program = 4 : i64, query_packs = "query_slots", reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))*query_slots", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 9472 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
 
 // Partition kernel: one program per (partition, kv head x tile, sequence);
 // sentinels for empty partitions; the token loop over warp steps carrying
