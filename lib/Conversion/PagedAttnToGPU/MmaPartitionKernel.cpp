@@ -110,14 +110,16 @@ private:
 
   /// The token range [lo, hi) of the lane's slot 2t + e of n8 block n
   /// ([2n + e]) within the partition: a packed slot's query token attends
-  /// to its own context (docs/features.md, "Several query tokens").
+  /// to its own context (docs/features.md, "Several query tokens"); with
+  /// ALiBi, slope x (seq_len - the slot's context), its position offset
+  /// from the program's last token. Computed in each masked step, so the
+  /// unmasked steps (one token per sequence) keep no more live values.
   void planSlotRanges(ImplicitLocOpBuilder &b);
 
   Value g, t;
   /// ALiBi slope x log2(e) of the lane's head 2t + e of n8 block n: [2n + e].
   SmallVector<Value> slopes;
-  /// The slots' token ranges, and (ALiBi) slope x (seq_len - the slot's
-  /// context): its position offset from the program's last token.
+  /// planSlotRanges' values, valid inside the masked step that made them.
   SmallVector<Value> lo, hi, alibiBias;
 };
 
@@ -238,7 +240,6 @@ void MmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
       slopes.push_back(alibiSlopeLog2(b, safe));
     }
 
-  planSlotRanges(b);
   // Packed tokens end (and, windowed, start) at different tokens: every
   // step is masked then.
   Value packed = arith::CmpIOp::create(b, arith::CmpIPredicate::ugt,
@@ -376,6 +377,8 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
   auto valid = [&](Value ofs) {
     return tokenValid(b, arith::AddIOp::create(b, tok0, ofs));
   };
+  if (masked)
+    planSlotRanges(b);
   Value rowTok[2], rowPos[2];
   for (int64_t r = 0; r < 2; ++r) {
     rowTok[r] = arith::AddIOp::create(b, g, cIdx(b, 8 * r));
@@ -403,8 +406,11 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
   auto logit = [&](int64_t n, int64_t r, int64_t e) {
     Value v = logits[(n * 2 + r) * 2 + e];
     if (plan.extLogits)
-      v = arith::AddFOp::create(b, fma(b, slopes[2 * n + e], rowPos[r], v),
-                                alibiBias[2 * n + e]);
+      v = fma(b, slopes[2 * n + e], rowPos[r], v);
+    // A packed slot's position is offset from the program's last token's;
+    // unmasked steps run only with one token per program (offset 0).
+    if (plan.extLogits && masked)
+      v = arith::AddFOp::create(b, v, alibiBias[2 * n + e]);
     return masked ? arith::SelectOp::create(b, slotValid(n, r, e), v,
                                             cF32(b, -INFINITY))
                   : v;

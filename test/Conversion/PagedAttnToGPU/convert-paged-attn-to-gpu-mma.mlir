@@ -177,13 +177,21 @@ func.func @f32_cache(%q: memref<?x8x64xf32>, %kc: memref<?x1x16x16x4xf32>,
 // CHECK: %[[USE:.*]] = arith.cmpi ne, %[[HAS]], %{{.*}} : i32
 // CHECK-NEXT: %[[SLOPE:.*]] = scf.if %[[USE]] -> (f32) {
 // CHECK-NEXT: memref.load %[[A]][%{{.*}}] : memref<1099511627776xf32>
+// The first loop runs every step masked (packed query tokens): each of the
+// lane's slots (two here) gets its position offset, slope x (seq_len - its
+// context), added after the bias.
 // CHECK: nvvm.mma.sync
+// CHECK: %[[DELTA:.*]] = arith.sitofp %{{.*}} : i32 to f32
+// CHECK-NEXT: %[[OFS:.*]] = arith.mulf %[[SLOPE]], %[[DELTA]] : f32
+// CHECK: arith.sitofp
+// CHECK-NEXT: arith.mulf
 // CHECK: %[[POS:.*]] = arith.sitofp %{{.*}} : i32 to f32
 // CHECK: %[[CAPPED:.*]]:4 = scf.if %[[CAPON]] -> (f32, f32, f32, f32) {
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
 // CHECK: arith.divf
 // CHECK: %[[BIAS:.*]] = arith.mulf %[[SLOPE]], %[[POS]]
-// CHECK-NEXT: arith.addf %[[BIAS]], %[[CAPPED]]#0
+// CHECK-NEXT: %[[LOGIT:.*]] = arith.addf %[[BIAS]], %[[CAPPED]]#0
+// CHECK-NEXT: arith.addf %[[LOGIT]], %[[OFS]] : f32
 
 // The SIMT kernel (tile 4) takes the same parameters and applies the same
 // terms.
