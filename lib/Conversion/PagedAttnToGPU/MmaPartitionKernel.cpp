@@ -271,14 +271,22 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
 
   // Every load of the step before any arithmetic: key chunks (16 bytes) of
   // both rows, then values (8 bytes) of both dims of every m16 block.
+  // Quad j of a row is 4 j chunks past quad 0: (4 x) << log2(block_size)
+  // elements, so a row's addresses share one base.
   SmallVector<SmallVector<Value>> keyWords[2]; // [row][quad] -> 4 words
+  Value quadStride = timesBlock(b, cIdx(b, 4 * x));
   for (int64_t r = 0; r < 2; ++r) {
     auto [base, slot] = rowSlot(8 * r);
+    Value quad0 = keyChunkOffset(b, base, t, slot);
     for (int64_t j = 0; j < quads(); ++j) {
-      Value chunk = arith::AddIOp::create(b, t, cIdx(b, 4 * j));
-      if (4 * (j + 1) > plan.chunks)
-        chunk = arith::MinUIOp::create(b, chunk, cIdx(b, plan.chunks - 1));
-      Value ofs = keyChunkOffset(b, base, chunk, slot);
+      Value ofs = arith::AddIOp::create(
+          b, quad0, arith::MulIOp::create(b, quadStride, cIdx(b, j)));
+      if (4 * (j + 1) > plan.chunks) {
+        Value chunk = arith::MinUIOp::create(
+            b, arith::AddIOp::create(b, t, cIdx(b, 4 * j)),
+            cIdx(b, plan.chunks - 1));
+        ofs = keyChunkOffset(b, base, chunk, slot);
+      }
       keyWords[r].push_back(cacheWords(b, loadVector(b, keyCache, ofs, x)));
     }
   }
