@@ -271,40 +271,48 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
 
   // Every load of the step before any arithmetic: key chunks (16 bytes) of
   // both rows, then values (8 bytes) of both dims of every m16 block.
-  // Quad j of a row is 4 j chunks past quad 0: (4 x) << log2(block_size)
-  // elements, so a row's addresses share one base.
+  // With block_size a run-time value the offsets between a row's loads are
+  // no longer load immediates; each load's offset is the previous one's
+  // plus one run-time stride (a chain), so the only loop-invariant values
+  // are the strides: offsets j * stride computed once would be hoisted out
+  // of the step loop and live through it (20 64-bit registers at d128,
+  // which made the tile spill at 4 programs per SM).
+  // Key quad j of a row is 4 j chunks past quad 0: (4 x) << log2(bs).
   SmallVector<SmallVector<Value>> keyWords[2]; // [row][quad] -> 4 words
   Value quadStride = timesBlock(b, cIdx(b, 4 * x));
   for (int64_t r = 0; r < 2; ++r) {
     auto [base, slot] = rowSlot(8 * r);
-    Value quad0 = keyChunkOffset(b, base, t, slot);
+    Value ofs = keyChunkOffset(b, base, t, slot);
     for (int64_t j = 0; j < quads(); ++j) {
-      Value ofs = arith::AddIOp::create(
-          b, quad0, arith::MulIOp::create(b, quadStride, cIdx(b, j)));
+      if (j > 0)
+        ofs = arith::AddIOp::create(b, ofs, quadStride);
+      Value at = ofs;
       if (4 * (j + 1) > plan.chunks) {
         Value chunk = arith::MinUIOp::create(
             b, arith::AddIOp::create(b, t, cIdx(b, 4 * j)),
             cIdx(b, plan.chunks - 1));
-        ofs = keyChunkOffset(b, base, chunk, slot);
+        at = keyChunkOffset(b, base, chunk, slot);
       }
-      keyWords[r].push_back(cacheWords(b, loadVector(b, keyCache, ofs, x)));
+      keyWords[r].push_back(cacheWords(b, loadVector(b, keyCache, at, x)));
     }
   }
-  // The lane's value tokens 4t .. 4t + 3.
+  // The lane's value tokens 4t .. 4t + 3 of dims g + 8 k (k = 2 mb + r):
+  // value_cache[phys, kvh, dim, slot : slot + 4], dim k's row 8 << log2(bs)
+  // elements past dim k - 1's.
   Value vTok = arith::MulIOp::create(b, t, cIdx(b, 4));
   Value second =
       arith::CmpIOp::create(b, arith::CmpIPredicate::uge, t, cIdx(b, 2));
   Value vBase = arith::SelectOp::create(b, second, halfBase[1], halfBase[0]);
   Value vSlot = slotOf(b, arith::AddIOp::create(b, tok0, vTok));
+  Value vStride = timesBlock(b, cIdx(b, 8));
+  Value vOfs = arith::AddIOp::create(
+      b, vBase, arith::AddIOp::create(b, timesBlock(b, g), vSlot));
   SmallVector<Value> vecV[2]; // [dim half][m block]
   for (int64_t mb = 0; mb < mBlocks(); ++mb)
     for (int64_t r = 0; r < 2; ++r) {
-      Value dim = arith::AddIOp::create(b, g, cIdx(b, 16 * mb + 8 * r));
-      // value_cache[phys, kvh, dim, slot : slot + 4]
-      Value ofs = arith::AddIOp::create(
-          b, vBase,
-          arith::AddIOp::create(b, timesBlock(b, dim), vSlot));
-      vecV[r].push_back(loadVector(b, valueCache, ofs, 4));
+      if (mb + r > 0)
+        vOfs = arith::AddIOp::create(b, vOfs, vStride);
+      vecV[r].push_back(loadVector(b, valueCache, vOfs, 4));
     }
 
   // Scores: S^T per n8 block of heads, 2 mma per chunk quad; Q's B
