@@ -31,6 +31,8 @@ from . import _capi
 PARTITION_SIZE = 512
 #: Mirrors include/PagedAttn/Dialect/PagedAttn/IR/Limits.h (keep in sync).
 SUPPORTED_HEAD_SIZES = (64, 80, 96, 112, 128, 192, 256)
+#: Block sizes: powers of two in [8, 128], a run-time parameter of every
+#: kernel (one bundle serves them all); runtime/src/checks.cpp checks the same.
 SUPPORTED_BLOCK_SIZES = (8, 16, 32, 64, 128)
 KEY_PACK_BYTES = 16
 #: fp8 caches: the key cache packs x = 16 one-byte elements, so head_size
@@ -439,8 +441,8 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
         raise NotImplementedError("%s(): head_size %d (query.shape[2]) is not supported; "
                                   "supported: %s" % (_FN, D, SUPPORTED_HEAD_SIZES))
     if BS not in SUPPORTED_BLOCK_SIZES:
-        raise NotImplementedError("%s(): block_size %d is not supported; supported: %s"
-                                  % (_FN, BS, SUPPORTED_BLOCK_SIZES))
+        raise NotImplementedError("%s(): block_size %d is not supported: it must be a power of "
+                                  "two in [8, 128] (%s)" % (_FN, BS, SUPPORTED_BLOCK_SIZES))
     bts = bt.shape
     S = _num_seqs(qsl, bt, R)
     if len(bts) != 2 or bts[0] != S or bts[1] < 1:
