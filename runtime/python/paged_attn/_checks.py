@@ -18,9 +18,12 @@
 #
 #===------------------------------------------------------------------------===#
 
+from __future__ import annotations
+
 import math
 import numbers
 import operator
+from typing import Tuple
 
 import torch
 
@@ -28,10 +31,10 @@ from . import _capi
 
 #: Tokens of context per workspace partition: the seed's and vLLM's 512. The
 #: caller sizes exp_sums/max_logits/tmp_output with ceil(max_seq_len / 512).
-PARTITION_SIZE = 512
+PARTITION_SIZE: int = 512
 #: Mirrors include/PagedAttn/Dialect/PagedAttn/IR/Limits.h (keep in sync).
-SUPPORTED_HEAD_SIZES = (64, 80, 96, 112, 128, 192, 256)
-SUPPORTED_BLOCK_SIZES = (8, 16, 32, 64, 128)
+SUPPORTED_HEAD_SIZES: Tuple[int, ...] = (64, 80, 96, 112, 128, 192, 256)
+SUPPORTED_BLOCK_SIZES: Tuple[int, ...] = (8, 16, 32, 64, 128)
 KEY_PACK_BYTES = 16
 #: fp8 caches: the key cache packs x = 16 one-byte elements, so head_size
 #: must be a multiple of it.
