@@ -315,9 +315,8 @@ LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
         b, arith::DivUIOp::create(b, last, cIdx(b, tokens)), cIdx(b, tokens));
     addrTok = arith::MinUIOp::create(b, tok0, lastChunk);
   }
-  // The group's tokens lie in one block (block_size % groupTokens == 0).
-  Value logical = blockOf(b, addrTok);
-  Value slot = blockSlotOf(b, addrTok);
+  Value logical = arith::DivUIOp::create(b, addrTok, cIdx(b, plan.blockSize));
+  Value slot = arith::RemUIOp::create(b, addrTok, cIdx(b, plan.blockSize));
   Value phys = toIndex(b, memref::LoadOp::create(
                               b, blockTables,
                               ValueRange{arith::AddIOp::create(b, blockRow,
@@ -346,7 +345,9 @@ LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
             b,
             arith::MulIOp::create(
                 b,
-                arith::AddIOp::create(b, timesBlock(b, chunk), slot),
+                arith::AddIOp::create(
+                    b, arith::MulIOp::create(b, chunk, cIdx(b, plan.blockSize)),
+                    slot),
                 cIdx(b, x)),
             within));
     keys.emplace_back();
@@ -368,7 +369,7 @@ LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
     Value ofs = arith::AddIOp::create(
         b, base,
         arith::AddIOp::create(
-            b, timesBlock(b, dim), slot));
+            b, arith::MulIOp::create(b, dim, cIdx(b, plan.blockSize)), slot));
     values.push_back(loadVector(b, valueCache, ofs, tokens));
   }
 
