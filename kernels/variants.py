@@ -21,6 +21,11 @@ else the SIMT kernel (tiles 1 and 4).
 * covering: a smaller set in which every value of every dimension appears,
             with the corner pairs — what CI assembles with ptxas.
 * full:     the whole product, behind the opt-in target.
+
+The rules below restate the compiler's planning rule (which kernel, how many
+warps, the name); kernels/check_variants.py asks the compiler
+(`pa-opt ... print-plans=true`) for every variant of the library and fails
+on any difference (lit: test/Target/variant-names.test).
 """
 import itertools
 
