@@ -17,7 +17,9 @@
 //   }
 //
 // slots = max_query_len with query_start_loc (several query tokens per
-// sequence), else 1.
+// sequence), else 1; the tensor-core kernels, whose tile packs P =
+// max(heads_per_program / group, 1) tokens' heads, launch ceil(slots / P)
+// packs per partition instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -258,14 +260,14 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
     };
     // The partition kernels' packs of query tokens (queryPacks): the
     // tensor-core tile serves max(heads_per_program / group, 1) tokens.
-    int64_t perProgram =
+    int64_t tokensPerProgram =
         plan->usesMma() ? std::max<int64_t>(1, plan->headsPerProgram / group)
                         : 1;
     auto timesPacks = [&](OpBuilder &b, Value v) -> Value {
-      if (!maxQueryLen || perProgram == 1)
+      if (!maxQueryLen || tokensPerProgram == 1)
         return timesSlots(b, v);
       Value packs = arith::CeilDivUIOp::create(b, loc, maxQueryLen,
-                                               idx(perProgram));
+                                               idx(tokensPerProgram));
       return arith::MulIOp::create(b, loc, v, packs);
     };
     Value maxBlocks = dim(op.getBlockTables(), 1);
