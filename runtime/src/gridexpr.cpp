@@ -147,14 +147,9 @@ private:
       ++pos;
     std::string name = text.substr(start, pos - start);
     if (name == "ceil") {
-      if (!peek('('))
-        return fail("ceil must be followed by '('");
-      ++pos;
-      if (!parseSum())
+      if (!expect('(', "ceil must be followed by '('") || !parseSum() ||
+          !expect(')', "missing ')' after ceil("))
         return false;
-      if (!peek(')'))
-        return fail("missing ')' after ceil(");
-      ++pos;
       if (out.nodes.empty() || out.nodes.back().op != GridExpr::Op::Div)
         return fail("ceil() takes a division a/b");
       out.nodes.back().op = GridExpr::Op::CeilDiv;
@@ -173,24 +168,21 @@ private:
     return fail("unknown name '" + name + "' (known: " + known + ")");
   }
 
-  /// max(a, b), after the name.
+  /// max(a,b), after the name.
   bool parseMax() {
-    if (!peek('('))
-      return fail("max must be followed by '('");
-    ++pos;
-    if (!parseSum())
+    if (!expect('(', "max must be followed by '('") || !parseSum() ||
+        !expect(',', "max() takes two expressions: max(a,b)") ||
+        !parseSum() || !expect(')', "missing ')' after max("))
       return false;
-    if (!peek(','))
-      return fail("max() takes two expressions: max(a, b)");
-    ++pos;
-    while (peek(' '))
-      ++pos;
-    if (!parseSum())
-      return false;
-    if (!peek(')'))
-      return fail("missing ')' after max(");
-    ++pos;
     emit(GridExpr::Op::Max);
+    return true;
+  }
+
+  /// Consumes `c`, or fails with `why`.
+  bool expect(char c, const char *why) {
+    if (!peek(c))
+      return fail(why);
+    ++pos;
     return true;
   }
 

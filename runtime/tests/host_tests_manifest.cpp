@@ -350,7 +350,7 @@ void gridExprTests() {
                  {"ceil((num_heads/heads_per_program))", 12},
                  {"ceil(num_heads/ceil(4/ceil(num_partitions/8)))", 24},
                  {"max(1,heads_per_program/group_size)", 1},
-                 {"max(16/group_size, 1)", 2},
+                 {"max(16/group_size,1)", 2},
                  {"num_partitions*ceil(5/max(1,8/group_size))", 100},
                  {"1", 1}};
     for (const auto &c : cases) {

@@ -177,6 +177,20 @@ llvm::StringMap<Value> kernelArgValues(RewriterBase &rewriter, DecodeV2Op op,
   return values;
 }
 
+/// `v` programs per query row times the row's packs of `perProgram` query
+/// tokens: ceil(max_query_len / perProgram); `v` itself without
+/// max_query_len (one token per sequence).
+Value timesQueryPacks(OpBuilder &b, Location loc, Value v, Value maxQueryLen,
+                      int64_t perProgram) {
+  if (!maxQueryLen)
+    return v;
+  Value packs = maxQueryLen;
+  if (perProgram != 1)
+    packs = arith::CeilDivUIOp::create(
+        b, loc, maxQueryLen, arith::ConstantIndexOp::create(b, loc, perProgram));
+  return arith::MulIOp::create(b, loc, v, packs);
+}
+
 /// Why `op` cannot be lowered, or success. Shared by the pattern and the
 /// pass's pre-check, which reports it as an error.
 LogicalResult checkLowerable(DecodeV2Op op,
@@ -255,20 +269,16 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
     // max_query_len, or 1 with one token per sequence (KernelIdioms.h,
     // QueryRow).
     Value maxQueryLen = op.getMaxQueryLen();
-    auto timesSlots = [&](OpBuilder &b, Value v) -> Value {
-      return maxQueryLen ? arith::MulIOp::create(b, loc, v, maxQueryLen) : v;
-    };
     // The partition kernels' packs of query tokens (queryPacks): the
     // tensor-core tile serves max(heads_per_program / group, 1) tokens.
     int64_t tokensPerProgram =
         plan->usesMma() ? std::max<int64_t>(1, plan->headsPerProgram / group)
                         : 1;
-    auto timesPacks = [&](OpBuilder &b, Value v) -> Value {
-      if (!maxQueryLen || tokensPerProgram == 1)
-        return timesSlots(b, v);
-      Value packs = arith::CeilDivUIOp::create(b, loc, maxQueryLen,
-                                               idx(tokensPerProgram));
-      return arith::MulIOp::create(b, loc, v, packs);
+    auto timesSlots = [&](OpBuilder &b, Value v) {
+      return timesQueryPacks(b, loc, v, maxQueryLen, 1);
+    };
+    auto timesPacks = [&](OpBuilder &b, Value v) {
+      return timesQueryPacks(b, loc, v, maxQueryLen, tokensPerProgram);
     };
     Value maxBlocks = dim(op.getBlockTables(), 1);
     Value maxParts = dim(op.getExpSums(), 2);
