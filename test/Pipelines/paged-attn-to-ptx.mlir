@@ -48,7 +48,8 @@
 // WMMA-SAME: wmma.load.c.sync.row.m8n32k16.shared.f32
 // WMMA-SAME: wmma.mma.sync.row.col.m8n32k16.f32.f32
 // CHECK-SAME: ex2.approx
-// CHECK-SAME: bar.sync
+// The epilogue's barrier ORs the lanes' bad block-table entry flags.
+// CHECK-SAME: bar.red.or.pred
 // CHECK-SAME: .visible .entry [[V]]_onepass(
 // CHECK-SAME: .visible .entry [[V]]_reduce(
 // CHECK-SAME: shfl.sync.bfly.b32

@@ -112,6 +112,8 @@ Value flatten(OpBuilder &b, Location loc, Value memref) {
 struct LaunchSizes {
   Value maxBlocksPerSeq, maxNumPartitions, numPartitions; // i32
   Value maxQueryLen; // i32: 0 with one query token per sequence
+  Value numBlocks;   // i32: key_cache dim 0
+  Value errorWord;   // memref<?xi32>: 4 words on the device, zeroed
 };
 
 /// Every kernel parameter's value by name (KernelParams.h), created at the
@@ -170,6 +172,8 @@ llvm::StringMap<Value> kernelArgValues(RewriterBase &rewriter, DecodeV2Op op,
       op.getQueryStartLoc() ? flatten(rewriter, loc, op.getQueryStartLoc())
                             : values["seq_lens"];
   values["max_query_len"] = sizes.maxQueryLen;
+  values["num_blocks"] = sizes.numBlocks;
+  values["error_word"] = sizes.errorWord;
   return values;
 }
 
@@ -265,13 +269,31 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
                   .getResult()
             : maxParts;
 
+    // The kernels' error word (docs/runtime.md, "Bad block tables"): this
+    // path has no runtime to own one, so each call allocates four zeroed
+    // words and frees them after its launches (nothing reads them back).
+    auto errorType = MemRefType::get({4}, rewriter.getI32Type());
+    Value errorWord =
+        gpu::AllocOp::create(rewriter, loc, errorType, /*asyncToken=*/Type(),
+                             ValueRange{}, ValueRange{}, ValueRange{},
+                             /*hostShared=*/false)
+            .getMemref();
+    gpu::MemsetOp::create(rewriter, loc, /*asyncToken=*/Type(), ValueRange{},
+                          errorWord,
+                          arith::ConstantIntOp::create(rewriter, loc, 0, 32));
     llvm::StringMap<Value> values =
         kernelArgValues(rewriter, op,
                         {toI32(maxBlocks), toI32(maxParts), toI32(parts),
                          maxQueryLen ? toI32(maxQueryLen)
                                      : arith::ConstantIntOp::create(
                                            rewriter, loc, 0, 32)
-                                           .getResult()});
+                                           .getResult(),
+                         toI32(dim(op.getKeyCache(), 0)),
+                         flatten(rewriter, loc, errorWord)});
+    auto freeErrorWord = [&] {
+      gpu::DeallocOp::create(rewriter, loc, /*asyncToken=*/Type(),
+                             ValueRange{}, errorWord);
+    };
     auto argsOf = [&](KernelRole role) {
       SmallVector<Value> args;
       for (const KernelParam &p :
@@ -310,6 +332,7 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
     if (auto staticParts = getConstantIntValue(parts);
         staticParts && *staticParts == 1) {
       launchPartition(rewriter, KernelRole::OnePass, idx(1));
+      freeErrorWord();
       rewriter.eraseOp(op);
       return success();
     }
@@ -326,6 +349,7 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
       launchPartition(rewriter, KernelRole::Partition, parts);
       launchReduce(rewriter);
     }
+    freeErrorWord();
     rewriter.eraseOp(op);
     return success();
   }

@@ -49,9 +49,17 @@ Value mlir::paged_attn::slidingWindowStart(ImplicitLocOpBuilder &b,
 
 QueryRow mlir::paged_attn::queryRowOf(ImplicitLocOpBuilder &b, Value gridX,
                                       Value seq, Value seqLens,
-                                      Value queryStartLoc, Value maxQueryLen) {
+                                      Value queryStartLoc, Value maxQueryLen,
+                                      Value capacity) {
   // seq_lens[seq] first: its load is in flight with query_start_loc's.
-  Value len = toIndex(b, memref::LoadOp::create(b, seqLens, ValueRange{seq}));
+  Value rawLen = memref::LoadOp::create(b, seqLens, ValueRange{seq});
+  Value len = toIndex(b, rawLen);
+  Value lenBad;
+  if (capacity) {
+    // Negative lengths are huge unsigned: one compare covers both bounds.
+    lenBad = arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, len, capacity);
+    len = arith::SelectOp::create(b, lenBad, cIdx(b, 0), len);
+  }
   Value slots = arith::MaxUIOp::create(b, toIndex(b, maxQueryLen), cIdx(b, 1));
   Value j = arith::RemUIOp::create(b, gridX, slots);
   Value multi = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, maxQueryLen,
@@ -84,6 +92,8 @@ QueryRow mlir::paged_attn::queryRowOf(ImplicitLocOpBuilder &b, Value gridX,
       b, arith::SubIOp::create(b, len, qLen),
       arith::AddIOp::create(b, j, cIdx(b, 1)));
   r.seqLen = arith::MaxSIOp::create(b, attended, cIdx(b, 0));
+  r.rawLen = rawLen;
+  r.lenBad = lenBad;
   return r;
 }
 

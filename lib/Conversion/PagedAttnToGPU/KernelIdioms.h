@@ -34,12 +34,17 @@ struct QueryRow {
   Value seqLen; // context tokens the row attends to: seq_lens[seq] - q_len
                 // + j + 1, at least 0 (seq_lens[seq] with one token)
   Value live;   // i1, j < q_len: the other programs have no row
+  // With a capacity: seq_lens[seq] as loaded (i32), and whether it is bad
+  // (negative or above the capacity; i1). A bad length counts as 0 tokens.
+  Value rawLen, lenBad;
 };
 /// The query row of the program at (`gridX`, `seq`), from the kernel
 /// parameters seq_lens, query_start_loc and max_query_len (i32; 0: one
-/// token per sequence, query_start_loc not read).
+/// token per sequence, query_start_loc not read). With `capacity` (index:
+/// max_blocks_per_seq * block_size), seq_lens[seq] is checked against it.
 QueryRow queryRowOf(ImplicitLocOpBuilder &b, Value gridX, Value seq,
-                    Value seqLens, Value queryStartLoc, Value maxQueryLen);
+                    Value seqLens, Value queryStartLoc, Value maxQueryLen,
+                    Value capacity = {});
 
 /// Loads `n` elements at `memref[offset]` as one vector with the alignment
 /// of its size (16 bytes for the cache and query chunks): one ld.global.v4.

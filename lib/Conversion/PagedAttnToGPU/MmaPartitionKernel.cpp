@@ -248,8 +248,8 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
   Value tok0 = stepToken(b, step);
   Value tok0Ofs = arith::RemUIOp::create(b, tok0, cIdx(b, bs));
   auto physOf = [&](Value logical) {
-    Value entry = memref::LoadOp::create(
-        b, blockTables, ValueRange{arith::AddIOp::create(b, blockRow, logical)});
+    Value entry = checkedEntry(b, memref::LoadOp::create(
+        b, blockTables, ValueRange{arith::AddIOp::create(b, blockRow, logical)}));
     return arith::AddIOp::create(
         b, arith::MulIOp::create(b, toIndex(b, entry), blockStride),
         kvHeadOffset);

@@ -317,10 +317,10 @@ LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
   }
   Value logical = arith::DivUIOp::create(b, addrTok, cIdx(b, plan.blockSize));
   Value slot = arith::RemUIOp::create(b, addrTok, cIdx(b, plan.blockSize));
-  Value phys = toIndex(b, memref::LoadOp::create(
+  Value phys = toIndex(b, checkedEntry(b, memref::LoadOp::create(
                               b, blockTables,
                               ValueRange{arith::AddIOp::create(b, blockRow,
-                                                               logical)}));
+                                                               logical)})));
   Value base = arith::AddIOp::create(
       b, arith::MulIOp::create(b, phys, blockStride), kvHeadOffset);
 

@@ -10,6 +10,7 @@
 #include "KernelIdioms.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -65,7 +66,8 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
   slidingWindow = arg("sliding_window"),
   logitsSoftCap = arg("logits_soft_cap"), sinks = arg("sinks"),
   hasSinks = arg("has_sinks"), queryStartLoc = arg("query_start_loc"),
-  maxQueryLen = arg("max_query_len");
+  maxQueryLen = arg("max_query_len"), numBlocks = arg("num_blocks"),
+  errorWord = arg("error_word");
   shared = func.getWorkgroupAttributions().front();
 
   ImplicitLocOpBuilder b(loc, ctx);
@@ -214,9 +216,15 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
   warp = arith::DivUIOp::create(b, tid, cIdx(b, 32));
   Value kvTile = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   seq = gpu::BlockIdOp::create(b, gpu::Dimension::z);
-  QueryRow q = queryRowOf(b, gpu::BlockIdOp::create(b, gpu::Dimension::x),
-                          seq, seqLens, queryStartLoc, maxQueryLen);
+  // A seq_len outside [0, max_blocks_per_seq * block_size] counts as 0
+  // tokens: the row reads nothing, its output is NaN and the error recorded.
+  QueryRow q = queryRowOf(
+      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), seq, seqLens,
+      queryStartLoc, maxQueryLen,
+      arith::MulIOp::create(b, toIndex(b, maxBlocks), cIdx(b, plan.blockSize)));
   part = q.unit, row = q.row, seqLen = q.seqLen;
+  rawSeqLen = q.rawLen, seqLenBad = q.lenBad;
+  bad = Value();
   // Programs past their sequence's query tokens have no row: they return.
   auto live = scf::IfOp::create(b, q.live, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
@@ -286,6 +294,19 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
 }
 
 void PartitionProgram::emitSentinels(ImplicitLocOpBuilder &b) {
+  // A bad seq_len makes every partition empty: one thread of each records
+  // it (the reducer makes the row NaN).
+  {
+    auto ifOp = scf::IfOp::create(
+        b,
+        arith::AndIOp::create(b, seqLenBad,
+                              arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                                    tid, cIdx(b, 0))),
+        /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    recordError(b, arith::ConstantIntOp::create(b, -1, 32), rawSeqLen);
+  }
   for (int64_t g = 0; g < plan.headsPerProgram; ++g) {
     auto [head, valid] = headOf(b, g);
     Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid,
@@ -305,7 +326,31 @@ void PartitionProgram::emitSentinels(ImplicitLocOpBuilder &b) {
 
 void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
   const int64_t heads = plan.headsPerProgram, d = plan.headSize;
-  gpu::BarrierOp::create(b);
+  // The barrier before the merge ORs the lanes' bad-entry flags (bar.red.or:
+  // no extra synchronisation). A program that saw one stores NaN; one of its
+  // threads records the first bad entry (a cold branch).
+  Value flag = arith::OrIOp::create(b, takeBad(b), seqLenBad);
+  Value anyBad = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::ne,
+      NVVM::BarrierOp::create(
+          b, b.getI32Type(), /*barrierId=*/Value(), /*numberOfThreads=*/Value(),
+          NVVM::BarrierReductionAttr::get(b.getContext(),
+                                          NVVM::BarrierReduction::OR),
+          arith::ExtUIOp::create(b, b.getI32Type(), flag))
+          .getResult(0),
+      arith::ConstantIntOp::create(b, 0, 32));
+  {
+    auto ifOp = scf::IfOp::create(
+        b,
+        arith::AndIOp::create(b, anyBad,
+                              arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                                    tid, cIdx(b, 0))),
+        /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    emitErrorRecord(b);
+  }
+  Value nan = cF32(b, NAN);
   // Each thread finishes (head, dim) pairs: merge the warps and store.
   int64_t total = heads * d, threads = plan.threads();
   for (int64_t base = 0; base < total; base += threads) {
@@ -347,6 +392,9 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
     Value result = arith::DivFOp::create(b, acc, sum);
     if (valueScale) // fp8: v_scale (with the cache factor)
       result = arith::MulFOp::create(b, result, valueScale);
+    // A bad entry: NaN here, and NaN exp_sums for the reducer.
+    result = arith::SelectOp::create(b, anyBad, nan, result);
+    sum = arith::SelectOp::create(b, anyBad, nan, sum);
     Value headRow = arith::AddIOp::create(
         b, arith::MulIOp::create(b, row, numHeads), head);
     if (onePass) {
@@ -426,14 +474,24 @@ SmallVector<Value> PartitionProgram::emitStepLoop(ImplicitLocOpBuilder &b,
   size_t carried = state.size();
   if (prologue)
     state.append(prologue(b, first, full));
+  // Both loops carry the lane's bad-entry flag (checkedEntry) last.
+  auto stepWithFlag = [&](ImplicitLocOpBuilder &nb, Value at, bool masked,
+                          ValueRange iterArgs) {
+    bad = iterArgs.back();
+    SmallVector<Value> out = step(
+        nb, at, masked, llvm::to_vector(iterArgs.drop_back()));
+    out.push_back(takeBad(nb));
+    scf::YieldOp::create(nb, out);
+  };
+  state.push_back(takeBad(b));
   auto loop = scf::ForOp::create(
       b, first, full, warps, state,
       [&](OpBuilder &nested, Location loc, Value iv, ValueRange iterArgs) {
         ImplicitLocOpBuilder nb(loc, nested);
-        scf::YieldOp::create(
-            nb, step(nb, iv, /*masked=*/false, llvm::to_vector(iterArgs)));
+        stepWithFlag(nb, iv, /*masked=*/false, iterArgs);
       });
   state = SmallVector<Value>(loop.getResults().take_front(carried));
+  state.push_back(loop.getResults().back());
 
   // The head (step 0, warp 0's) and the tail (step `full`, on the warp whose
   // turn it is): one masked body, over k in [head ? 0 : 1, tail ? 2 : 1).
@@ -451,10 +509,88 @@ SmallVector<Value> PartitionProgram::emitStepLoop(ImplicitLocOpBuilder &b,
             nb,
             arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, k, cIdx(nb, 0)),
             cIdx(nb, 0), full);
-        scf::YieldOp::create(
-            nb, step(nb, at, /*masked=*/true, llvm::to_vector(iterArgs)));
+        stepWithFlag(nb, at, /*masked=*/true, iterArgs);
       });
-  return SmallVector<Value>(edges.getResults());
+  bad = edges.getResults().back();
+  return SmallVector<Value>(edges.getResults().drop_back());
+}
+
+Value PartitionProgram::checkedEntry(ImplicitLocOpBuilder &b, Value rawEntry) {
+  // Negative entries are huge unsigned: one compare covers both bounds.
+  Value isBad = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, rawEntry,
+                                      numBlocks);
+  addBad(b, isBad);
+  return arith::SelectOp::create(b, isBad,
+                                 arith::ConstantIntOp::create(b, 0, 32),
+                                 rawEntry);
+}
+
+Value PartitionProgram::takeBad(ImplicitLocOpBuilder &b) {
+  Value flag = bad ? bad : arith::ConstantIntOp::create(b, 0, 1).getResult();
+  bad = Value();
+  return flag;
+}
+
+void PartitionProgram::addBad(ImplicitLocOpBuilder &b, Value flag) {
+  bad = bad ? arith::OrIOp::create(b, bad, flag).getResult() : flag;
+}
+
+void PartitionProgram::recordError(ImplicitLocOpBuilder &b, Value index,
+                                   Value value) {
+  Type i32 = b.getI32Type();
+  Value old = memref::AtomicRMWOp::create(
+      b, arith::AtomicRMWKind::addi, arith::ConstantIntOp::create(b, 1, 32),
+      errorWord, ValueRange{cIdx(b, 0)});
+  auto ifOp = scf::IfOp::create(
+      b,
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, old,
+                            arith::ConstantIntOp::create(b, 0, 32)),
+      /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  memref::StoreOp::create(b, arith::IndexCastOp::create(b, i32, seq), errorWord,
+                          ValueRange{cIdx(b, 1)});
+  memref::StoreOp::create(b, index, errorWord, ValueRange{cIdx(b, 2)});
+  memref::StoreOp::create(b, value, errorWord, ValueRange{cIdx(b, 3)});
+}
+
+void PartitionProgram::emitErrorRecord(ImplicitLocOpBuilder &b) {
+  auto lenIf = scf::IfOp::create(b, seqLenBad, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(lenIf.thenBlock());
+  recordError(b, arith::ConstantIntOp::create(b, -1, 32), rawSeqLen);
+  // Else the first bad entry of the blocks the program read: those of its
+  // steps' tokens [stepBase, partEnd) (a masked first step starts before a
+  // sliding window's first token).
+  b.setInsertionPointToStart(lenIf.elseBlock());
+  Value bs = cIdx(b, plan.blockSize);
+  auto scan = scf::ForOp::create(
+      b, arith::DivUIOp::create(b, stepBase, bs),
+      arith::CeilDivUIOp::create(b, partEnd, bs), cIdx(b, 1),
+      ValueRange{arith::ConstantIntOp::create(b, 0, 1)},
+      [&](OpBuilder &nested, Location loc, Value logical, ValueRange iter) {
+        ImplicitLocOpBuilder nb(loc, nested);
+        Value entry = memref::LoadOp::create(
+            nb, blockTables,
+            ValueRange{arith::AddIOp::create(nb, blockRow, logical)});
+        Value isBad = arith::CmpIOp::create(nb, arith::CmpIPredicate::uge,
+                                            entry, numBlocks);
+        Value firstBad = arith::AndIOp::create(
+            nb, isBad,
+            arith::XOrIOp::create(nb, iter[0],
+                                  arith::ConstantIntOp::create(nb, 1, 1)));
+        auto ifOp = scf::IfOp::create(nb, firstBad, /*withElseRegion=*/false);
+        {
+          OpBuilder::InsertionGuard inner(nb);
+          nb.setInsertionPointToStart(ifOp.thenBlock());
+          recordError(nb,
+                      arith::IndexCastOp::create(nb, nb.getI32Type(), logical),
+                      entry);
+        }
+        scf::YieldOp::create(
+            nb, ValueRange{arith::OrIOp::create(nb, iter[0], isBad)});
+      });
+  (void)scan;
 }
 
 Value PartitionProgram::alibiSlopeLog2(ImplicitLocOpBuilder &b, Value head) {

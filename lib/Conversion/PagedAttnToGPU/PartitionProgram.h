@@ -53,6 +53,21 @@ protected:
   SmallVector<Value> emitStepLoop(ImplicitLocOpBuilder &b,
                                   SmallVector<Value> state, StepFn step,
                                   PrologueFn prologue = nullptr);
+  /// The block-table entry `rawEntry` (i32, as loaded) made safe to
+  /// dereference: itself when 0 <= entry < num_blocks, else 0 (block 0's
+  /// address). A bad entry is OR-ed into the lane's flag (`bad`), which
+  /// emitStepLoop carries through its loops and emitEpilogue reduces over
+  /// the program: its outputs become NaN and the error word records the
+  /// first bad entry (found again there, off the hot path). One compare and
+  /// one select per entry load. Call it at every load of block_tables.
+  Value checkedEntry(ImplicitLocOpBuilder &b, Value rawEntry);
+  /// The lane's bad-entry flag so far (i1; false when none), cleared: for
+  /// carrying it out of a region (a loop, an scf.if); put it back with
+  /// addBad in the enclosing one.
+  Value takeBad(ImplicitLocOpBuilder &b);
+  /// ORs `flag` (i1) into the lane's bad-entry flag.
+  void addBad(ImplicitLocOpBuilder &b, Value flag);
+
   /// First token of warp step `step`.
   Value stepToken(ImplicitLocOpBuilder &b, Value step);
   /// Element offset of key_cache[phys, kvh, chunk, slot, 0]: `base` (that
@@ -101,7 +116,9 @@ protected:
 
   /// After a barrier: every thread finishes (head, dim) pairs, merging the
   /// warps with the log-sum-exp rule, and stores tmp_output, exp_sums and
-  /// max_logits (or the output, one-pass).
+  /// max_logits (or the output, one-pass). The barrier also ORs the lanes'
+  /// bad-entry flags (bar.red.or): a program that saw a bad block-table
+  /// entry (or seq_len) stores NaN and records it in error_word.
   void emitEpilogue(ImplicitLocOpBuilder &b);
 
   const KernelPlan &plan;
@@ -111,7 +128,7 @@ protected:
   Value query, keyCache, valueCache, blockTables, seqLens, output, expSums,
       maxLogits, tmpOutput, scale, maxBlocks, maxParts, partTokens, numKvHeads,
       groupSize, alibiSlopes, hasAlibi, slidingWindow, logitsSoftCap, sinks,
-      hasSinks, queryStartLoc, maxQueryLen, shared;
+      hasSinks, queryStartLoc, maxQueryLen, numBlocks, errorWord, shared;
   // The wmma kernel's workgroup memory is one byte buffer (32-byte aligned)
   // that `shared` views as f32 and the kernel as f16; null otherwise.
   Value sharedBuffer;
@@ -129,10 +146,21 @@ protected:
   // fp8 caches: `scale` above already includes k_scale; the factor for the
   // partition's output (v_scale), null otherwise.
   Value valueScale;
+  // Bounds: seq_lens[seq] as loaded (i32) and whether it is bad (i1,
+  // uniform; such a row attends to no token); the lane's bad-entry flag
+  // (i1, null until an entry is checked; checkedEntry).
+  Value rawSeqLen, seqLenBad, bad;
 
 private:
   void emitBody(ImplicitLocOpBuilder &b);
   void emitSentinels(ImplicitLocOpBuilder &b);
+  /// Cold path: counts a bad input in error_word[0] and, if it is the
+  /// first, stores (seq, index, value) in error_word[1..4).
+  void recordError(ImplicitLocOpBuilder &b, Value index, Value value);
+  /// Cold path (one thread of a program that saw a bad entry): finds the
+  /// first bad entry of the partition's blocks (or the bad seq_len) and
+  /// records it.
+  void emitErrorRecord(ImplicitLocOpBuilder &b);
 };
 
 /// The tensor-core partition kernel (MmaPartitionKernel.cpp).

@@ -108,9 +108,14 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
   // Programs past their sequence's tokens run with no partitions and store
   // nothing (straight-line, as ptxas keeps this kernel spill-free on sm_70).
   Value seq = gpu::BlockIdOp::create(b, gpu::Dimension::y);
-  QueryRow q = queryRowOf(b, gpu::BlockIdOp::create(b, gpu::Dimension::x), seq,
-                          seqLens, arg("query_start_loc"),
-                          arg("max_query_len"));
+  // A seq_len outside [0, max_blocks_per_seq * block_size] counts as 0
+  // tokens (no partition is read) and the row's output is NaN, as the
+  // partition kernel leaves it (docs/runtime.md, "Bad block tables").
+  QueryRow q = queryRowOf(
+      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), seq, seqLens,
+      arg("query_start_loc"), arg("max_query_len"),
+      arith::MulIOp::create(b, toIndex(b, arg("max_blocks_per_seq")),
+                            cIdx(b, plan.blockSize)));
   Value head = arith::AddIOp::create(
       b, arith::MulIOp::create(b, q.unit, headsPerProgram), slot);
   // A slot past the last head computes the last head again (every thread
@@ -144,10 +149,13 @@ gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,
   };
 
   // 1. Statistics: the head's thread t folds partitions first + t,
-  // + headThreads, ...
+  // + headThreads, ... A bad seq_len starts the sum at NaN, which every
+  // merge keeps: the row's output is NaN.
   auto statLoop = scf::ForOp::create(
       b, arith::AddIOp::create(b, firstPart, headTid), parts, headThreads,
-      ValueRange{cF32(b, -FLT_MAX), cF32(b, 0.0f)},
+      ValueRange{cF32(b, -FLT_MAX),
+                 arith::SelectOp::create(b, q.lenBad, cF32(b, NAN),
+                                         cF32(b, 0.0f))},
       [&](OpBuilder &nested, Location nloc, Value p, ValueRange iter) {
         ImplicitLocOpBuilder nb(nloc, nested);
         Value idx = arith::AddIOp::create(nb, statBase, p);

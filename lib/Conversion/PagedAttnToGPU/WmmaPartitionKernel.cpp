@@ -207,15 +207,25 @@ void WmmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
     int64_t n = plan.chunks / 2 + plan.headSize / 16;
     auto vecType = VectorType::get({8}, plan.cacheType);
     types.assign(n, vecType);
+    types.push_back(nb.getI1Type()); // the loads' bad-entry flag
+    Value outerBad = takeBad(nb);
     auto ifOp = scf::IfOp::create(nb, types, inRange, /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard guard(nb);
-    nb.setInsertionPointToStart(ifOp.thenBlock());
-    scf::YieldOp::create(nb, loadStep(nb, stepToken(nb, step), /*clamp=*/true));
-    nb.setInsertionPointToStart(ifOp.elseBlock());
-    Value zero = arith::ConstantOp::create(
-        nb, DenseElementsAttr::get(vecType, nb.getZeroAttr(plan.cacheType)));
-    scf::YieldOp::create(nb, SmallVector<Value>(n, zero));
-    return SmallVector<Value>(ifOp.getResults());
+    {
+      OpBuilder::InsertionGuard guard(nb);
+      nb.setInsertionPointToStart(ifOp.thenBlock());
+      SmallVector<Value> loads = loadStep(nb, stepToken(nb, step), /*clamp=*/true);
+      loads.push_back(takeBad(nb));
+      scf::YieldOp::create(nb, loads);
+      nb.setInsertionPointToStart(ifOp.elseBlock());
+      Value zero = arith::ConstantOp::create(
+          nb, DenseElementsAttr::get(vecType, nb.getZeroAttr(plan.cacheType)));
+      SmallVector<Value> zeros(n, zero);
+      zeros.push_back(arith::ConstantIntOp::create(nb, 0, 1));
+      scf::YieldOp::create(nb, zeros);
+    }
+    addBad(nb, outerBad);
+    addBad(nb, ifOp.getResults().back());
+    return SmallVector<Value>(ifOp.getResults().drop_back());
   };
   size_t carried = state.values.size();
   state.values = emitStepLoop(
@@ -262,8 +272,8 @@ SmallVector<Value> WmmaPartitionBuilder::loadStep(ImplicitLocOpBuilder &b,
     Value logical = arith::AddIOp::create(b, logical0, cIdx(b, k));
     if (clamp && k > 0) // stay inside the sequence's blocks
       logical = arith::MinUIOp::create(b, logical, lastBlock);
-    Value entry = memref::LoadOp::create(
-        b, blockTables, ValueRange{arith::AddIOp::create(b, blockRow, logical)});
+    Value entry = checkedEntry(b, memref::LoadOp::create(
+        b, blockTables, ValueRange{arith::AddIOp::create(b, blockRow, logical)}));
     bases.push_back(arith::AddIOp::create(
         b, arith::MulIOp::create(b, toIndex(b, entry), blockStride),
         kvHeadOffset));

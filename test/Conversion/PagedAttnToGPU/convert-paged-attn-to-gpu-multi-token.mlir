@@ -15,11 +15,11 @@
 // CHECK: scf.if
 // CHECK: %[[X1:.*]] = arith.muli %{{.*}}, %[[QLEN]] : index
 // CHECK: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_onepass blocks in (%[[X1]], %{{.*}}, %[[SEQS]])
-// CHECK-SAME: %[[QSLF]] : memref<1099511627776xi32>, %[[QLEN32]] : i32)
+// CHECK-SAME: %[[QSLF]] : memref<1099511627776xi32>, %[[QLEN32]] : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>)
 // CHECK: } else {
 // CHECK: %[[X:.*]] = arith.muli %[[PARTS]], %[[QLEN]] : index
 // CHECK: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_partition blocks in (%[[X]], %{{.*}}, %[[SEQS]])
-// CHECK-SAME: %[[QSLF]] : memref<1099511627776xi32>, %[[QLEN32]] : i32)
+// CHECK-SAME: %[[QSLF]] : memref<1099511627776xi32>, %[[QLEN32]] : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>)
 // CHECK: %[[RX:.*]] = arith.ceildivui %c32, %{{.*}}
 // CHECK: %[[RXQ:.*]] = arith.muli %[[RX]], %[[QLEN]] : index
 // CHECK: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_reduce blocks in (%[[RXQ]], %[[SEQS]],
@@ -29,10 +29,15 @@
 // from query_start_loc (read only when max_query_len is nonzero); token j
 // attends to seq_lens[s] - q_len + j + 1 tokens; programs with j >= q_len
 // do nothing.
-// CHECK: gpu.func @pa_f16_d128_b16_h4_partition({{.*}}, %[[SLK:arg4]]: memref<1099511627776xi32>, {{.*}}, %[[QSLK:[^:]*]]: memref<1099511627776xi32>, %[[MQL:[^:]*]]: i32) workgroup
+// CHECK: gpu.func @pa_f16_d128_b16_h4_partition({{.*}}, %[[SLK:arg4]]: memref<1099511627776xi32>, {{.*}}, %[[QSLK:[^:]*]]: memref<1099511627776xi32>, %[[MQL:[^:]*]]: i32, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>) workgroup
 // CHECK: %[[SEQ:.*]] = gpu.block_id z
 // CHECK: %[[BX:.*]] = gpu.block_id x
 // CHECK: %[[LEN:.*]] = memref.load %[[SLK]][%[[SEQ]]]
+// A seq_len outside [0, max_blocks_per_seq * block_size] counts as 0 tokens
+// (negative ones are huge unsigned: one compare).
+// CHECK: %[[LENI:.*]] = arith.index_cast %[[LEN]] : i32 to index
+// CHECK: %[[LBAD:.*]] = arith.cmpi ugt, %[[LENI]], %{{.*}} : index
+// CHECK: %[[LSAFE:.*]] = arith.select %[[LBAD]], %c0{{.*}}, %[[LENI]] : index
 // CHECK: %[[SLOTS:.*]] = arith.maxui %{{.*}}, %c1 : index
 // CHECK: %[[J:.*]] = arith.remui %[[BX]], %[[SLOTS]] : index
 // CHECK: %[[MULTI:.*]] = arith.cmpi ne, %[[MQL]], %c0_i32 : i32
@@ -44,11 +49,10 @@
 // CHECK: %[[PART:.*]] = arith.divui %[[BX]], %[[SLOTS]] : index
 // CHECK: %[[ROW:.*]] = arith.addi %[[R]]#0, %[[J]] : index
 // CHECK: %[[LIVE:.*]] = arith.cmpi slt, %[[J]], %[[R]]#1 : index
-// CHECK: %[[LENI:.*]] = arith.index_cast %[[LEN]] : i32 to index
 // CHECK: %[[J1:.*]] = arith.addi %[[J]], %c1{{.*}} : index
-// CHECK: %[[D:.*]] = arith.subi %[[LENI]], %[[R]]#1 : index
+// CHECK: %[[D:.*]] = arith.subi %[[LSAFE]], %[[R]]#1 : index
 // CHECK: %[[P1:.*]] = arith.addi %[[D]], %[[J1]] : index
-// CHECK: %[[CTX:.*]] = arith.maxsi %[[P1]], %c0 : index
+// CHECK: %[[CTX:.*]] = arith.maxsi %[[P1]], %c0{{.*}} : index
 // CHECK: scf.if %[[LIVE]] {
 // The block table row is the sequence's, the query row the token's.
 // CHECK: arith.muli %[[SEQ]], %{{.*}} : index
@@ -71,7 +75,7 @@
 
 // The tensor-core kernel shares the prologue.
 // MMA-LABEL: func.func @spec
-// MMA: gpu.func @pa_f16_d128_b16_h8_mma_partition({{.*}}, %[[QSLK:[^:]*]]: memref<1099511627776xi32>, %[[MQL:[^:]*]]: i32) workgroup
+// MMA: gpu.func @pa_f16_d128_b16_h8_mma_partition({{.*}}, %[[QSLK:[^:]*]]: memref<1099511627776xi32>, %[[MQL:[^:]*]]: i32, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>) workgroup
 // MMA: arith.cmpi ne, %[[MQL]], %c0_i32 : i32
 // MMA: memref.load %[[QSLK]]
 // MMA: %[[LIVE:.*]] = arith.cmpi slt
@@ -99,7 +103,7 @@ func.func @spec(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK-LABEL: func.func @one_token
 // CHECK-NOT: arith.muli
 // CHECK: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_partition blocks in (%{{[^,]*}}, %{{[^,]*}}, %{{[^)]*}})
-// CHECK-SAME: %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32)
+// CHECK-SAME: %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>)
 func.func @one_token(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
     %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
     %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>,

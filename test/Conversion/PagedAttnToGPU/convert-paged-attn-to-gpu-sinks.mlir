@@ -14,10 +14,10 @@
 // CHECK: %[[SF:.*]] = memref.reinterpret_cast %[[SINKS]] to offset: [0], sizes: [1099511627776], strides: [1] : memref<32xf32> to memref<1099511627776xf32>
 // CHECK: %[[ON:.*]] = arith.constant 1 : i32
 // CHECK: gpu.launch_func @[[V:[a-z0-9_]*]]::@{{[a-z0-9_]*}}_onepass
-// CHECK-SAME: %[[SF]] : memref<1099511627776xf32>, %[[ON]] : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32)
+// CHECK-SAME: %[[SF]] : memref<1099511627776xf32>, %[[ON]] : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>)
 // CHECK: gpu.launch_func @[[V]]::@{{[a-z0-9_]*}}_partition
 // CHECK-NOT: %[[SF]]
-// CHECK-SAME: : i32)
+// CHECK-SAME: : i32, %{{[^ ]*}} : memref<1099511627776xi32>)
 // CHECK: gpu.launch_func @[[V]]::@{{[a-z0-9_]*}}_reduce
 // CHECK-SAME: %[[SF]] : memref<1099511627776xf32>, %[[ON]] : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32)
 
@@ -28,8 +28,9 @@
 
 // One-pass epilogue: the head's sink in the log2 domain joins the warps'
 // maximum, and its exp2 starts the denominator.
-// EPI: gpu.func @{{[a-z0-9_]*}}_onepass({{.*}}, %[[OSK:[^:]*]]: memref<1099511627776xf32>, %[[OHS:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32) workgroup
-// EPI: gpu.barrier
+// EPI: gpu.func @{{[a-z0-9_]*}}_onepass({{.*}}, %[[OSK:[^:]*]]: memref<1099511627776xf32>, %[[OHS:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>) workgroup
+// The epilogue's barrier also ORs the lanes' bad-entry flags.
+// EPI: nvvm.barrier #nvvm.reduction<or>
 // EPI: %[[OSON:.*]] = arith.cmpi ne, %[[OHS]], %c0_i32
 // EPI: %[[OS:.*]]:2 = scf.if %[[OSON]] -> (f32, f32) {
 // EPI:   %[[RAW:.*]] = memref.load %[[OSK]][%{{.*}}] : memref<1099511627776xf32>
@@ -78,7 +79,7 @@ func.func @sinks(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK-SAME: %[[ES:[^:]*]]: memref<?x32x?xf32>
 // CHECK: %[[ESF:.*]] = memref.reinterpret_cast %[[ES]]
 // CHECK: gpu.launch_func @{{.*}}_onepass
-// CHECK-SAME: %[[ESF]] : memref<1099511627776xf32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32)
+// CHECK-SAME: %[[ESF]] : memref<1099511627776xf32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>)
 // CHECK: gpu.launch_func @{{.*}}_reduce
 // CHECK-SAME: %[[ESF]] : memref<1099511627776xf32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32)
 func.func @no_sinks(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,

@@ -44,7 +44,7 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // and 8 head dims of accumulators for each of the 4 heads (34 values).
 // Workgroup memory: the epilogue (2080 words), then a score row of 36 words
 // per lane group (8 groups).
-// CHECK: gpu.func @pa_f16_d128_b16_h4_partition(%{{.*}}: memref<1099511627776xf16>, {{.*}}, %{{.*}}: f32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) workgroup(%[[SMEM:.*]] : memref<2368xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 1 : i32}
+// CHECK: gpu.func @pa_f16_d128_b16_h4_partition(%{{.*}}: memref<1099511627776xf16>, {{.*}}, %{{.*}}: f32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>) workgroup(%[[SMEM:.*]] : memref<2368xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 1 : i32}
 // CHECK-DAG: gpu.block_id x
 // CHECK-DAG: gpu.block_id y
 // CHECK-DAG: gpu.block_id z
@@ -53,7 +53,7 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK: } else {
 // The query: one 16-byte load per head and lane chunk.
 // CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>
-// CHECK: %{{.*}}:34 = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(
+// CHECK: %{{.*}}:35 = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(
 // The block table, then 8 key chunks and 8 value chunks, 16 bytes each.
 // CHECK: memref.load %{{.*}} : memref<1099511627776xi32>
 // CHECK-COUNT-16: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>
@@ -92,12 +92,12 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK: arith.constant 0xFF800000 : f32
 // CHECK: gpu.shuffle xor
 // CHECK: memref.store %{{.*}}, %[[SMEM]]
-// CHECK: gpu.barrier
+// CHECK: nvvm.barrier #nvvm.reduction<or>
 // CHECK: memref.load %[[SMEM]]
 // CHECK: gpu.return
 
 // CHECK: gpu.func @pa_f16_d128_b16_h4_onepass
-// CHECK: gpu.barrier
+// CHECK: nvvm.barrier #nvvm.reduction<or>
 // CHECK: arith.truncf %{{.*}} : f32 to f16
 
 // Reduce kernel: ceil(4 / ceil(num_partitions / 8)) heads per program
@@ -108,7 +108,7 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // memory (a head of one warp skips both workgroup merges) and only a slot
 // with a real head stores. Both walks start at the
 // sliding window's first partition (%[[RW]]).
-// CHECK: gpu.func @pa_f16_d128_b16_h4_reduce(%{{.*}}: memref<1099511627776xi32>, %{{.*}}: memref<1099511627776xf16>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[RW:[^:]*]]: i32, %[[NP:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xf32>, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32) workgroup(%[[RS:.*]] : memref<520xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// CHECK: gpu.func @pa_f16_d128_b16_h4_reduce(%{{.*}}: memref<1099511627776xi32>, %{{.*}}: memref<1099511627776xf16>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[RW:[^:]*]]: i32, %[[NP:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xf32>, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32) workgroup(%[[RS:.*]] : memref<520xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: %[[LANE:.*]] = arith.remui %[[TID]], %c32
 // CHECK: %[[WARP:.*]] = arith.divui %[[TID]], %c32
@@ -220,9 +220,9 @@ func.func @one_pass_only(%q: memref<4x12x128xf32>, %kc: memref<64x2x32x8x4xf32>,
 // the sequence's end, and the step loop starts at the window's step.
 // CHECK-LABEL: func.func @sliding_window
 // CHECK: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_partition
-// CHECK-SAME: %c1024_i32 : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32)
+// CHECK-SAME: %c1024_i32 : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>)
 // CHECK: gpu.module @pa_f16_d128_b16_h4 attributes {paged_attn.variant = {{{.*}}ext_logits = false,
-// CHECK: gpu.func @pa_f16_d128_b16_h4_partition({{.*}}, %[[W:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32) workgroup
+// CHECK: gpu.func @pa_f16_d128_b16_h4_partition({{.*}}, %[[W:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>) workgroup
 // CHECK: %[[SL:.*]] = memref.load %{{.*}}[%block_id_z] : memref<1099511627776xi32>
 // CHECK-NEXT: arith.index_cast %[[SL]] : i32 to index
 // The row's context (one query token per sequence: seq_lens[s]), at least 0.

@@ -79,7 +79,7 @@ inline constexpr KernelParam kKernelParams[] = {
     {"max_logits",         ParamType::F32Ptr,   ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"tmp_output",         ParamType::TmpPtr,   ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"scale",              ParamType::F32,      ParamWhen::Always,    param_roles::P | param_roles::O},
-    {"max_blocks_per_seq", ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O},
+    {"max_blocks_per_seq", ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"num_heads",          ParamType::I32,      ParamWhen::Always,    param_roles::R},
     {"max_num_partitions", ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"partition_tokens",   ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
@@ -103,6 +103,12 @@ inline constexpr KernelParam kKernelParams[] = {
     // sequence) and query_start_loc is then never read.
     {"query_start_loc",    ParamType::I32Ptr,   ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"max_query_len",      ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
+    // Bounds (docs/runtime.md, "Bad block tables"): block-table entries
+    // outside [0, num_blocks) are never dereferenced; the first bad entry
+    // (or seq_len) is recorded in error_word[0..4) = {count, seq, index,
+    // value}, a buffer the runtime owns.
+    {"num_blocks",         ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O},
+    {"error_word",         ParamType::I32Ptr,   ParamWhen::Always,    param_roles::P | param_roles::O},
     // clang-format on
 };
 
