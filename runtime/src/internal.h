@@ -123,8 +123,11 @@ enum class ParamId : uint8_t {
   // Several query tokens per sequence (every kernel).
   QueryStartLoc, // pointer (a stand-in when the call has one token each)
   MaxQueryLen,   // i32: max_query_len, 0 without query_start_loc
+  // Bounds: the context's error word (4 x i32 on the device) the kernels
+  // record a bad block-table entry or seq_len in (num_blocks above).
+  ErrorWord, // pointer
 };
-inline constexpr int kNumParamIds = int(ParamId::MaxQueryLen) + 1;
+inline constexpr int kNumParamIds = int(ParamId::ErrorWord) + 1;
 /// At most this many parameters per kernel.
 inline constexpr int kMaxParams = 32;
 const char *paramName(ParamId id);
@@ -463,9 +466,11 @@ struct KernelArgs {
   int count = 0;
 };
 
-/// Fills `out` for `kernel` from the call and its plan.
+/// Fills `out` for `kernel` from the call and its plan; `errorWord` is the
+/// context's error word (error_word).
 void marshalParams(const KernelDesc &kernel, const pa_decode_args &args,
-                   const DecodePlan &plan, KernelArgs &out);
+                   const DecodePlan &plan, KernelArgs &out,
+                   CUdeviceptr errorWord = 0);
 
 //===----------------------------------------------------------------------===//
 // Contexts
@@ -495,6 +500,11 @@ struct ModuleSlot {
 /// checks. Free with pa_context_destroy.
 pa_context *makeHostContext(const DeviceInfo &device);
 
+/// Words of the kernels' error word: {count, seq, index, value}.
+inline constexpr int kErrorWords = 4;
+/// The message pa_context_last_error returns for `e` (e.count > 0).
+std::string describeKernelError(const pa_kernel_error &e);
+
 } // namespace pa
 
 /// One per device; all state of the runtime lives here.
@@ -511,6 +521,10 @@ struct pa_context {
   std::vector<std::unique_ptr<pa::ModuleSlot>> modules;
   pa::VariantIndex index; // of variants
   mutable std::mutex loadMutex;
+  /// The kernels' error word: 4 x i32 {count, seq, index, value} on the
+  /// device, zeroed, allocated with the context (0 in a host-only context);
+  /// pa_context_last_error reads and clears it.
+  CUdeviceptr errorWord = 0;
 };
 
 namespace pa {

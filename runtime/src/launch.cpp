@@ -13,7 +13,8 @@
 namespace pa {
 
 void marshalParams(const KernelDesc &kernel, const pa_decode_args &args,
-                   const DecodePlan &plan, KernelArgs &out) {
+                   const DecodePlan &plan, KernelArgs &out,
+                   CUdeviceptr errorWord) {
   out.count = int(kernel.params.size());
   for (int i = 0; i < out.count; ++i) {
     KernelArgs::Value &v = out.values[i];
@@ -131,6 +132,9 @@ void marshalParams(const KernelDesc &kernel, const pa_decode_args &args,
     case ParamId::MaxQueryLen:
       v.i32 = args.query_start_loc ? args.max_query_len : 0;
       break;
+    case ParamId::ErrorWord:
+      v.ptr = errorWord; // the context's (docs/runtime.md, "Bad block tables")
+      break;
     }
     // cuLaunchKernel reads each parameter's size from the kernel: point at
     // the union, whose first bytes hold the value for every kind.
@@ -147,7 +151,7 @@ static pa_status launchKernel(const pa_context &ctx, int variantIndex,
   const BundleDesc &variant = ctx.variants[variantIndex];
   const KernelDesc &kernel = variant.kernel(role);
   KernelArgs params;
-  marshalParams(kernel, args, plan, params);
+  marshalParams(kernel, args, plan, params, ctx.errorWord);
   PA_CUDA_RETURN_IF_ERROR(
       ctx.api,
       ctx.api.cuLaunchKernel(ctx.modules[variantIndex]->module.functions[int(role)],

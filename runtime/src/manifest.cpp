@@ -159,7 +159,8 @@ static const char *const kParamNames[kNumParamIds] = {"query",
                                                       "sinks",
                                                       "has_sinks",
                                                       "query_start_loc",
-                                                      "max_query_len"};
+                                                      "max_query_len",
+                                                      "error_word"};
 
 const char *paramName(ParamId id) { return kParamNames[int(id)]; }
 
@@ -179,7 +180,8 @@ static int paramIdOf(const std::string &name) {
 bool isPointerParam(ParamId id) {
   return id <= ParamId::TmpOutput || id == ParamId::AlibiSlopes ||
          id == ParamId::KScalePtr || id == ParamId::VScalePtr ||
-         id == ParamId::Sinks || id == ParamId::QueryStartLoc;
+         id == ParamId::Sinks || id == ParamId::QueryStartLoc ||
+         id == ParamId::ErrorWord;
 }
 
 //===----------------------------------------------------------------------===//

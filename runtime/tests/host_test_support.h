@@ -170,6 +170,10 @@ struct Spec {
   /// the grids' x carry the query slots, as the compiler writes bundles
   /// now (several query tokens per sequence).
   bool queryTokens = false;
+  /// Bounds checks (docs/runtime.md, "Bad block tables"): the partition and
+  /// one-pass kernels take num_blocks and error_word at their end, the
+  /// reducer max_blocks_per_seq, as the compiler writes bundles now.
+  bool bounds = false;
   std::string cacheDtype() const { return cache.empty() ? dtype : cache; }
   bool fp8() const { return cache.compare(0, 2, "f8") == 0; }
 };
@@ -186,6 +190,7 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
   std::string sinkParams = s.sinks ? " sinks has_sinks" : "";
   std::string qt = s.queryTokens ? " query_start_loc max_query_len" : "";
   std::string slots = s.queryTokens ? "*query_slots" : "";
+  std::string bounds = s.bounds ? " num_blocks error_word" : "";
   std::vector<std::string> lines = {
       "paged_attn-bundle 1",
       "name " + s.name,
@@ -205,9 +210,11 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
       "params partition query key_cache value_cache block_tables seq_lens "
       "output exp_sums max_logits tmp_output scale max_blocks_per_seq "
       "max_num_partitions partition_tokens num_kv_heads group_size" +
-          mainParams + qt,
-      "params reduce output exp_sums max_logits tmp_output seq_lens num_heads "
-      "max_num_partitions partition_tokens" +
+          mainParams + qt + bounds,
+      std::string("params reduce output exp_sums max_logits tmp_output "
+                  "seq_lens ") +
+          (s.bounds ? "max_blocks_per_seq " : "") +
+          "num_heads max_num_partitions partition_tokens" +
           std::string(s.features.find("sliding_window") != std::string::npos
                           ? " sliding_window"
                           : "") +
@@ -227,7 +234,7 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
         "params onepass query key_cache value_cache block_tables seq_lens "
         "output exp_sums max_logits tmp_output scale max_blocks_per_seq "
         "max_num_partitions partition_tokens num_kv_heads group_size" +
-        mainParams + sinkParams + qt);
+        mainParams + sinkParams + qt + bounds);
     lines.push_back("grid onepass " +
                     (s.queryTokens ? std::string("query_slots") : "1") +
                     " num_kv_heads*ceil(group_size/heads_per_program) "
@@ -384,6 +391,7 @@ void marshalTests();
 void lazyLoadingTests();
 void hostEntryTests();
 void queryTokenTests();
+void boundsTests();
 
 } // namespace pa_test
 

@@ -378,6 +378,7 @@ int main() {
   lazyLoadingTests();
   hostEntryTests();
   queryTokenTests();
+  boundsTests();
 
   cleanup();
   std::printf("%ld checks evaluated\n", harness.checks);
