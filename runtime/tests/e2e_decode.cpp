@@ -15,7 +15,16 @@
 // dlopen()ed here as the runtime does, so a successful link proves the
 // runtime needs no libcuda at link time.
 //
+// Every case also checks that the kernels recorded no bad input
+// (pa_context_last_error). With --poison the cases are instead bad block
+// tables (docs/runtime.md, "Bad block tables"): entries of chosen sequences
+// set to >= num_blocks or negative, a seq_len out of range, or a bad entry
+// before a sliding window (never read): exactly the rows that attend to a
+// bad entry must be NaN, every other row correct against the reference, and
+// pa_context_last_error must report one of the bad entries (then nothing).
+//
 // Usage: e2e_decode --library DIR [--quick] [--seed N] [--long] [--case ID]
+//                   [--poison]
 // Exit status: 0 all ran cases passed, 1 a case failed, 2 usage or setup
 // error, 3 no case ran (the library serves none).
 //
@@ -382,8 +391,17 @@ struct Case {
   /// with ragged per-sequence counts from 0 to it (uniform in every third
   /// case); 0: one token per sequence, no query_start_loc.
   int queryLen = 0;
+  /// --poison: what is wrong with the inputs (Poison below).
+  int poison = 0;
   uint64_t seed = 0;
 };
+
+/// Poisoned cases: bad block-table entries (>= num_blocks and negative) in
+/// chosen sequences; a seq_len out of range; a bad entry wholly before a
+/// sliding window (no program reads it: no NaN, nothing reported).
+enum Poison { kPoisonNone, kPoisonEntries, kPoisonSeqLen, kPoisonBeforeWindow };
+const char *const kPoisonNames[] = {"", " poison-entries", " poison-seq_len",
+                                    " poison-before-window"};
 
 /// Every value of every dimension appears: dtype x head size (x block size
 /// in the full run) is a full product, the other dimensions cycle with
@@ -652,8 +670,8 @@ void referenceRow(const Inputs &in, int s, int row, int len,
 
 /// float64 attention over the rounded inputs, [row][head][dim]: query
 /// token j of q_len at sequence s attends to seq_lens[s] - q_len + j + 1
-/// tokens (docs/features.md).
-std::vector<double> reference(const Inputs &in) {
+/// tokens (docs/features.md). (stress_decode's; runCase skips poisoned rows.)
+[[maybe_unused]] std::vector<double> reference(const Inputs &in) {
   std::vector<double> out(size_t(in.numRows()) * in.numHeads * in.headSize,
                           0.0);
   for (int s = 0; s < in.numSeqs; ++s) {
@@ -711,10 +729,82 @@ pa_decode_args baseArgs(const Case &c, const Inputs &in) {
   return a;
 }
 
+/// One bad value the device sees: block_tables[seq][index] (index -1:
+/// seq_lens[seq]).
+struct BadValue {
+  int seq, index, value;
+};
+
+/// Poisons the device copies of the table and lengths (`in` keeps the good
+/// ones, for planning and the reference). Returns the bad values.
+std::vector<BadValue> poisonInputs(const Case &c, Rng &rng, Inputs &in,
+                                   std::vector<int32_t> &tables,
+                                   std::vector<int32_t> &lens) {
+  std::vector<BadValue> bad;
+  const int B = in.blockSize;
+  auto blocksOf = [&](int s) { return (in.seqLens[s] + B - 1) / B; };
+  auto set = [&](int s, int index, int value) {
+    tables[size_t(s) * in.maxBlocksPerSeq + index] = value;
+    bad.push_back({s, index, value});
+  };
+  const int kBadValues[] = {in.numBlocks, in.numBlocks + 12345, -1,
+                            INT32_MIN};
+  if (c.poison == kPoisonEntries) {
+    // Sequence 0: one entry past the end; the last one (when there are
+    // more than two): two, one of them negative. The others stay clean.
+    set(0, rng.range(0, blocksOf(0) - 1), kBadValues[rng.range(0, 1)]);
+    int last = in.numSeqs - 1;
+    if (last >= 2) {
+      int i = rng.range(0, blocksOf(last) - 1);
+      set(last, i, kBadValues[2 + rng.range(0, 1)]);
+      int j = rng.range(0, blocksOf(last) - 1);
+      if (j != i)
+        set(last, j, kBadValues[rng.range(0, 3)]);
+    }
+  } else if (c.poison == kPoisonSeqLen) {
+    int s = in.numSeqs > 1 ? 1 : 0;
+    int value = rng.range(0, 1) ? -3 : in.maxBlocksPerSeq * B + 1;
+    lens[s] = value;
+    bad.push_back({s, -1, value});
+  } else if (c.poison == kPoisonBeforeWindow) {
+    // The longest sequence; a window that starts 1024 tokens or more after
+    // its start, and a bad block at least 512 tokens before the window's
+    // first token (more than a step of any kernel: never read).
+    int s = int(std::max_element(in.seqLens.begin(), in.seqLens.end()) -
+                in.seqLens.begin());
+    int len = in.seqLens[s];
+    in.slidingWindow = rng.range(1, len - 1024);
+    int first = len - in.slidingWindow;
+    set(s, rng.range(0, (first - 512) / B - 1), kBadValues[rng.range(0, 3)]);
+  }
+  return bad;
+}
+
+/// Whether row `row` (of sequence s, attending to `len` tokens) must be NaN:
+/// its sequence's seq_len is bad, or a bad entry lies in the blocks of its
+/// attended tokens (the window's, with one).
+bool rowPoisoned(const Inputs &in, const std::vector<BadValue> &bad, int s,
+                 int len) {
+  int first = in.slidingWindow > 0 ? std::max(0, len - in.slidingWindow) : 0;
+  for (const BadValue &b : bad) {
+    if (b.seq != s)
+      continue;
+    if (b.index < 0)
+      return true;
+    if (int64_t(b.index) * in.blockSize < len &&
+        int64_t(b.index + 1) * in.blockSize > first)
+      return true;
+  }
+  return false;
+}
+
 Result runCase(pa_context *ctx, CUstream stream, const Case &c,
                std::string &why, std::string &detail) {
   Rng rng(c.seed);
   Inputs in = makeInputs(c, rng);
+  std::vector<int32_t> deviceTables = in.blockTables, deviceLens = in.seqLens;
+  std::vector<BadValue> bad =
+      poisonInputs(c, rng, in, deviceTables, deviceLens);
   pa_decode_args args = baseArgs(c, in);
 
   pa_plan plan;
@@ -805,9 +895,9 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
                "copy");
   E2E_CHECK_CU(driver.cuMemcpyHtoD(dv.ptr, in.valueCache.data(), dv.bytes),
                "copy");
-  E2E_CHECK_CU(driver.cuMemcpyHtoD(dbt.ptr, in.blockTables.data(), dbt.bytes),
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(dbt.ptr, deviceTables.data(), dbt.bytes),
                "copy");
-  E2E_CHECK_CU(driver.cuMemcpyHtoD(dlens.ptr, in.seqLens.data(), dlens.bytes),
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(dlens.ptr, deviceLens.data(), dlens.bytes),
                "copy");
   E2E_CHECK_CU(driver.cuMemcpyHtoD(dout.ptr, output.data(), dout.bytes),
                "copy");
@@ -841,11 +931,79 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
   E2E_CHECK_CU(driver.cuMemcpyDtoH(output.data(), dout.ptr, dout.bytes),
                "copy back");
 
-  std::vector<double> ref = reference(in);
+  // What the kernels recorded: nothing for clean inputs (and for a bad
+  // entry no program reads); else one of the bad values, once.
+  pa_kernel_error recorded;
+  pa_status errSt = pa_context_last_error(ctx, stream, &recorded);
+  std::vector<BadValue> read;
+  std::vector<char> rowBad(size_t(in.numRows()), 0);
+  for (int s = 0; s < in.numSeqs; ++s) {
+    int q = in.queryLenOf(s);
+    int first = in.queryStartLoc.empty() ? s : in.queryStartLoc[s];
+    for (int j = 0; j < q; ++j)
+      rowBad[size_t(first + j)] =
+          rowPoisoned(in, bad, s, in.seqLens[s] - q + j + 1);
+  }
+  for (const BadValue &b : bad) {
+    int q = in.queryLenOf(b.seq);
+    for (int j = 0; j < q; ++j)
+      if (rowPoisoned(in, {b}, b.seq, in.seqLens[b.seq] - q + j + 1)) {
+        read.push_back(b);
+        break;
+      }
+  }
+  if (read.empty()) {
+    if (errSt.code != PA_OK) {
+      why = std::string("pa_context_last_error after clean inputs: ") +
+            errSt.message;
+      return Result{Result::Fail, 0};
+    }
+  } else {
+    bool known = false;
+    for (const BadValue &b : read)
+      known = known || (b.seq == recorded.seq && b.index == recorded.index &&
+                        b.value == recorded.value);
+    if (errSt.code != PA_ERROR_BAD_INPUT || recorded.count < 1 || !known) {
+      char msg[1536];
+      std::snprintf(msg, sizeof(msg),
+                    "pa_context_last_error: code %d count %d (seq %d index %d "
+                    "value %d) is not one of the %zu bad values read: %s",
+                    int(errSt.code), recorded.count, recorded.seq,
+                    recorded.index, recorded.value, read.size(),
+                    errSt.message);
+      why = msg;
+      return Result{Result::Fail, 0};
+    }
+    detail += std::string(" | reported: ") + errSt.message;
+    pa_status again = pa_context_last_error(ctx, stream, nullptr);
+    if (again.code != PA_OK) {
+      why = std::string("the error word was not cleared: ") + again.message;
+      return Result{Result::Fail, 0};
+    }
+  }
+
+  // Poisoned rows (every head) must be NaN, every other row correct.
+  // float64 attention over the rounded inputs, [row][head][dim]: query
+  // token j of q_len at sequence s attends to seq_lens[s] - q_len + j + 1
+  // tokens (docs/features.md).
+  std::vector<double> ref(size_t(in.numRows()) * in.numHeads * in.headSize,
+                          0.0);
+  for (int s = 0; s < in.numSeqs; ++s) {
+    int q = in.queryLenOf(s);
+    int first = in.queryStartLoc.empty() ? s : in.queryStartLoc[s];
+    for (int j = 0; j < q; ++j)
+      if (!rowBad[size_t(first + j)])
+        referenceRow(in, s, first + j, in.seqLens[s] - q + j + 1, ref);
+  }
+  const size_t perRow = size_t(in.numHeads) * in.headSize;
   double num = 0, den = 0;
-  size_t nans = 0;
+  size_t nans = 0, missingNans = 0, badRows = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
     double o = output.get(i);
+    if (rowBad[i / perRow]) {
+      missingNans += !std::isnan(o);
+      continue;
+    }
     if (std::isnan(o)) {
       ++nans;
       continue;
@@ -853,7 +1011,21 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
     num += (o - ref[i]) * (o - ref[i]);
     den += ref[i] * ref[i];
   }
+  for (char r : rowBad)
+    badRows += r != 0;
   double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  if (c.poison) {
+    char buf2[160];
+    std::snprintf(buf2, sizeof(buf2), " | %zu bad values, %zu read, %zu of %d rows NaN",
+                  bad.size(), read.size(), badRows, in.numRows());
+    detail += buf2;
+  }
+  if (missingNans) {
+    why = std::to_string(missingNans) +
+          " output elements of rows that read a bad block-table entry (or "
+          "seq_len) are not NaN";
+    return Result{Result::Fail, rel};
+  }
   if (nans) {
     why = std::to_string(nans) + " of " + std::to_string(ref.size()) +
           " output elements are NaN";
@@ -911,7 +1083,7 @@ std::vector<Case> servedKeys(pa_context *ctx) {
 
 void usage() {
   std::fprintf(stderr, "usage: e2e_decode --library DIR [--quick] [--seed N] "
-                       "[--long] [--case ID]\n");
+                       "[--long] [--case ID] [--poison]\n");
 }
 
 struct Tally {
@@ -925,7 +1097,7 @@ int main(int argc, char **argv) {
   // Line-buffered, so a log cut short by a timeout keeps the cases run.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string library;
-  bool quick = false, withLong = false;
+  bool quick = false, withLong = false, poison = false;
   uint64_t seed = 1;
   int only = -1;
   for (int i = 1; i < argc; ++i) {
@@ -936,6 +1108,8 @@ int main(int argc, char **argv) {
       quick = true;
     else if (a == "--long")
       withLong = true;
+    else if (a == "--poison")
+      poison = true;
     else if (a == "--seed" && i + 1 < argc)
       seed = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--case" && i + 1 < argc)
@@ -992,11 +1166,46 @@ int main(int argc, char **argv) {
   std::printf("seed %llu%s%s\n", static_cast<unsigned long long>(seed),
               quick ? " quick" : "", withLong ? " long" : "");
 
-  std::vector<Case> cases = coveringCases(quick, withLong, seed);
+  std::vector<Case> cases =
+      poison ? std::vector<Case>() : coveringCases(quick, withLong, seed);
   // Every group size and both modes for each key the library serves, so a
   // sparse library is still exercised across GQA shapes.
   std::vector<Case> keys = servedKeys(ctx);
-  for (size_t k = 0; k < keys.size(); ++k) {
+  for (size_t k = 0; k < keys.size() && poison; ++k) {
+    // Bad tables, per key: entries in the adaptive grid (several
+    // partitions), in one-pass short contexts with GQA 4, with several query
+    // tokens; a bad seq_len in both modes; a bad entry before a window.
+    struct P {
+      int poison, shape;
+      Profile profile;
+      bool fixed;
+      int features, queryLen;
+    };
+    const P kPoisonCases[] = {
+        {kPoisonEntries, int(k) % kNumShapes, kMedium, false, 0, 0},
+        {kPoisonEntries, shapeIndex("GQA4"), kShort, true, kAlibi | kSinks, 0},
+        {kPoisonEntries, (int(k) + 3) % kNumShapes, kRagged, false,
+         kSoftCap, 4},
+        {kPoisonSeqLen, (int(k) + 1) % kNumShapes, kRagged, false, kSinks, 0},
+        {kPoisonSeqLen, shapeIndex("GQA4"), kShort, true, 0, 0},
+        {kPoisonBeforeWindow, (int(k) + 2) % kNumShapes, kMedium, false, 0,
+         0},
+    };
+    for (const P &p : kPoisonCases) {
+      Case c = keys[k];
+      c.poison = p.poison;
+      c.shape = p.shape;
+      c.profile = p.profile;
+      c.fixedGrid = p.fixed;
+      c.features = p.features;
+      c.queryLen = p.queryLen;
+      c.scales = ScaleMode(int(k) % kNumScaleModes);
+      c.id = int(cases.size());
+      c.seed = seed * 1000003ull + uint64_t(c.id);
+      cases.push_back(c);
+    }
+  }
+  for (size_t k = 0; k < keys.size() && !poison; ++k) {
     int shapes = quick ? 3 : kNumShapes;
     for (int j = 0; j < shapes; ++j) {
       Case c = keys[k];
@@ -1072,12 +1281,12 @@ int main(int argc, char **argv) {
     char label[192];
     std::snprintf(
         label, sizeof(label),
-        "case %3d seed %llu: %-4s d%-3d b%-2d %-5s %2d/%-2d %-6s %-8s %s%s%s",
+        "case %3d seed %llu: %-4s d%-3d b%-2d %-5s %2d/%-2d %-6s %-8s %s%s%s%s",
         c.id, static_cast<unsigned long long>(c.seed), types.c_str(),
         c.headSize, c.blockSize, shape.label, shape.numHeads, shape.numKvHeads,
         kProfileNames[c.profile], c.fixedGrid ? "fixed" : "adaptive",
         featureLabel(c.features).c_str(), c.cache ? " scales " : "",
-        c.cache ? kScaleModeNames[c.scales] : "");
+        c.cache ? kScaleModeNames[c.scales] : "", kPoisonNames[c.poison]);
     char key[64];
     std::snprintf(key, sizeof(key), "%-4s d%-3d b%-2d", types.c_str(),
                   c.headSize, c.blockSize);
