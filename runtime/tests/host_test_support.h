@@ -195,7 +195,7 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
       "cache_dtype " + s.cacheDtype(),
       "tmp_dtype " + s.tmp,
       "head_size " + std::to_string(s.head),
-      "block_size " + std::to_string(s.block),
+      "block_size " + (s.block ? std::to_string(s.block) : "any"),
       "heads_per_program " + h,
       "warps " + std::to_string(s.warps),
       "token_step " + std::to_string(s.step),

@@ -68,8 +68,6 @@ gpu::GPUModuleOp getOrCreateVariantModule(RewriterBase &rewriter,
                    b.getNamedAttr("tmp_dtype", TypeAttr::get(plan.tmpType)),
                    b.getNamedAttr("head_size",
                                   b.getI64IntegerAttr(plan.headSize)),
-                   b.getNamedAttr("block_size",
-                                  b.getI64IntegerAttr(plan.blockSize)),
                    b.getNamedAttr("heads_per_program",
                                   b.getI64IntegerAttr(plan.headsPerProgram)),
                    b.getNamedAttr("warps", b.getI64IntegerAttr(plan.warps)),
@@ -112,6 +110,17 @@ Value flatten(OpBuilder &b, Location loc, Value memref) {
                                            /*strides=*/{1});
 }
 
+/// The caches' block size as i32: the static dim, or memref.dim of the key
+/// cache's (the kernels take it at run time).
+Value blockSizeI32(OpBuilder &b, DecodeV2Op op) {
+  Location loc = op.getLoc();
+  auto type = cast<MemRefType>(op.getKeyCache().getType());
+  if (!type.isDynamicDim(3))
+    return arith::ConstantIntOp::create(b, loc, type.getDimSize(3), 32);
+  Value dim = memref::DimOp::create(b, loc, op.getKeyCache(), 3);
+  return arith::IndexCastOp::create(b, loc, b.getI32Type(), dim);
+}
+
 /// Launch-time sizes kernelArgValues cannot read off the op's types.
 struct LaunchSizes {
   Value maxBlocksPerSeq, maxNumPartitions, numPartitions; // i32
@@ -151,6 +160,7 @@ llvm::StringMap<Value> kernelArgValues(RewriterBase &rewriter, DecodeV2Op op,
   int64_t heads = op.getNumHeads(), kvHeads = op.getNumKvHeads();
   values["scale"] = arith::ConstantOp::create(rewriter, loc, op.getScaleAttr());
   values["max_blocks_per_seq"] = sizes.maxBlocksPerSeq;
+  values["block_size"] = blockSizeI32(rewriter, op);
   values["num_heads"] = i32(heads);
   values["max_num_partitions"] = sizes.maxNumPartitions;
   values["partition_tokens"] = i32(op.getPartitionSize());

@@ -56,7 +56,8 @@ struct KernelPlan {
   Type cacheType;     // key and value cache
   Type tmpType;       // tmp_output
   int64_t headSize;
-  int64_t blockSize;
+  // No block size: it is the kernels' run-time `block_size` parameter (a
+  // power of two in [8, 128]), so one variant serves every block size.
   int64_t headsPerProgram; // GQA tile
   int64_t warps;
   /// ALiBi and the logits soft cap compiled in ("_ext" variants): they cost
@@ -188,7 +189,7 @@ struct KernelPlan {
   int64_t wmmaBytes() const {
     return wmmaQueryOffset() + 2 * 16 * wmmaKeyStride();
   }
-  /// A stable name, e.g. "pa_f16_d128_b16_h4" (tmp_output f32), with
+  /// A stable name, e.g. "pa_f16_d128_h4" (tmp_output f32), with
   /// "_ext" for ALiBi and soft cap, "_mma" and "_wmma" for the tensor-core
   /// kernels.
   std::string name() const;

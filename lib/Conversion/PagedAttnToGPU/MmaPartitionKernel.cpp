@@ -280,9 +280,8 @@ void MmaPartitionBuilder::planSlotRanges(ImplicitLocOpBuilder &b) {
 
 MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
                                        bool masked, MmaState state) {
-  const int64_t bs = plan.blockSize, x = plan.keyPack;
+  const int64_t x = plan.keyPack;
   Value tok0 = stepToken(b, step);
-  Value tok0Ofs = arith::RemUIOp::create(b, tok0, cIdx(b, bs));
   auto physOf = [&](Value logical) {
     Value entry = memref::LoadOp::create(
         b, blockTables, ValueRange{arith::AddIOp::create(b, blockRow, logical)});
@@ -290,58 +289,66 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
         b, arith::MulIOp::create(b, toIndex(b, entry), blockStride),
         kvHeadOffset);
   };
-  // The step's 16 tokens lie in one block, or in two of 8.
-  Value logical0 = arith::DivUIOp::create(b, tok0, cIdx(b, bs));
-  Value base0 = physOf(logical0), base1 = base0;
-  if (bs < 16) {
-    Value logical1 = arith::AddIOp::create(b, logical0, cIdx(b, 1));
-    if (masked) // stay inside the sequence's blocks
-      logical1 = arith::MinUIOp::create(
-          b, logical1,
-          arith::DivUIOp::create(
-              b, arith::SubIOp::create(b, seqLen, cIdx(b, 1)), cIdx(b, bs)));
-    base1 = physOf(logical1);
-  }
+  // The step's 16 tokens are two halves of 8, each inside one block (block
+  // sizes are powers of two from 8): the halves' block-table entries, equal
+  // for blocks of 16 and more (the second load then hits L1).
+  Value tok1 = arith::AddIOp::create(b, tok0, cIdx(b, 8));
+  Value logical1 = blockOf(b, tok1);
+  if (masked) // stay inside the sequence's blocks
+    logical1 = arith::MinUIOp::create(
+        b, logical1,
+        blockOf(b, arith::SubIOp::create(b, seqLen, cIdx(b, 1))));
+  Value halfBase[2] = {physOf(blockOf(b, tok0)), physOf(logical1)};
+  Value halfSlot[2] = {blockSlotOf(b, tok0), blockSlotOf(b, tok1)};
   // Key rows g and g + 8: (block base, slot in the block).
   auto rowSlot = [&](int64_t r) -> std::pair<Value, Value> {
-    if (bs < 16) // row r + g of block 0 or 1
-      return {r < bs ? base0 : base1, arith::AddIOp::create(b, g, cIdx(b, r % bs))};
-    return {base0, arith::AddIOp::create(
-                       b, tok0Ofs, arith::AddIOp::create(b, g, cIdx(b, r)))};
+    return {halfBase[r / 8], arith::AddIOp::create(b, halfSlot[r / 8], g)};
   };
 
   // Every load of the step before any arithmetic: key chunks (16 bytes) of
   // both rows, then values (8 bytes) of both dims of every m16 block.
+  // With block_size a run-time value the offsets between a row's loads are
+  // no longer load immediates; each load's offset is the previous one's
+  // plus one run-time stride (a chain), so the only loop-invariant values
+  // are the strides: offsets j * stride computed once would be hoisted out
+  // of the step loop and live through it (20 64-bit registers at d128,
+  // which made the tile spill at 4 programs per SM).
+  // Key quad j of a row is 4 j chunks past quad 0: (4 x) << log2(bs).
   SmallVector<SmallVector<Value>> keyWords[2]; // [row][quad] -> 4 words
+  Value quadStride = timesBlock(b, cIdx(b, 4 * x));
   for (int64_t r = 0; r < 2; ++r) {
     auto [base, slot] = rowSlot(8 * r);
+    Value ofs = keyChunkOffset(b, base, t, slot);
     for (int64_t j = 0; j < quads(); ++j) {
-      Value chunk = arith::AddIOp::create(b, t, cIdx(b, 4 * j));
-      if (4 * (j + 1) > plan.chunks)
-        chunk = arith::MinUIOp::create(b, chunk, cIdx(b, plan.chunks - 1));
-      Value ofs = keyChunkOffset(b, base, chunk, slot);
-      keyWords[r].push_back(cacheWords(b, loadVector(b, keyCache, ofs, x)));
+      if (j > 0)
+        ofs = arith::AddIOp::create(b, ofs, quadStride);
+      Value at = ofs;
+      if (4 * (j + 1) > plan.chunks) {
+        Value chunk = arith::MinUIOp::create(
+            b, arith::AddIOp::create(b, t, cIdx(b, 4 * j)),
+            cIdx(b, plan.chunks - 1));
+        at = keyChunkOffset(b, base, chunk, slot);
+      }
+      keyWords[r].push_back(cacheWords(b, loadVector(b, keyCache, at, x)));
     }
   }
-  // The lane's value tokens 4t .. 4t + 3.
+  // The lane's value tokens 4t .. 4t + 3 of dims g + 8 k (k = 2 mb + r):
+  // value_cache[phys, kvh, dim, slot : slot + 4], dim k's row 8 << log2(bs)
+  // elements past dim k - 1's.
   Value vTok = arith::MulIOp::create(b, t, cIdx(b, 4));
-  Value vBase = base0, vSlot = arith::AddIOp::create(b, tok0Ofs, vTok);
-  if (bs < 16) {
-    Value second = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, vTok,
-                                         cIdx(b, bs));
-    vBase = arith::SelectOp::create(b, second, base1, base0);
-    vSlot = arith::RemUIOp::create(b, vTok, cIdx(b, bs));
-  }
+  Value second =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::uge, t, cIdx(b, 2));
+  Value vBase = arith::SelectOp::create(b, second, halfBase[1], halfBase[0]);
+  Value vSlot = blockSlotOf(b, arith::AddIOp::create(b, tok0, vTok));
+  Value vStride = timesBlock(b, cIdx(b, 8));
+  Value vOfs = arith::AddIOp::create(
+      b, vBase, arith::AddIOp::create(b, timesBlock(b, g), vSlot));
   SmallVector<Value> vecV[2]; // [dim half][m block]
   for (int64_t mb = 0; mb < mBlocks(); ++mb)
     for (int64_t r = 0; r < 2; ++r) {
-      Value dim = arith::AddIOp::create(b, g, cIdx(b, 16 * mb + 8 * r));
-      // value_cache[phys, kvh, dim, slot : slot + 4]
-      Value ofs = arith::AddIOp::create(
-          b, vBase,
-          arith::AddIOp::create(b, arith::MulIOp::create(b, dim, cIdx(b, bs)),
-                                vSlot));
-      vecV[r].push_back(loadVector(b, valueCache, ofs, 4));
+      if (mb + r > 0)
+        vOfs = arith::AddIOp::create(b, vOfs, vStride);
+      vecV[r].push_back(loadVector(b, valueCache, vOfs, 4));
     }
 
   // Scores: S^T per n8 block of heads, 2 mma per chunk quad; Q's B

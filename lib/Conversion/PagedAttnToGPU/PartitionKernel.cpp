@@ -315,8 +315,9 @@ LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
         b, arith::DivUIOp::create(b, last, cIdx(b, tokens)), cIdx(b, tokens));
     addrTok = arith::MinUIOp::create(b, tok0, lastChunk);
   }
-  Value logical = arith::DivUIOp::create(b, addrTok, cIdx(b, plan.blockSize));
-  Value slot = arith::RemUIOp::create(b, addrTok, cIdx(b, plan.blockSize));
+  // The group's tokens lie in one block (block_size % groupTokens == 0).
+  Value logical = blockOf(b, addrTok);
+  Value slot = blockSlotOf(b, addrTok);
   Value phys = toIndex(b, memref::LoadOp::create(
                               b, blockTables,
                               ValueRange{arith::AddIOp::create(b, blockRow,
@@ -345,9 +346,7 @@ LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
             b,
             arith::MulIOp::create(
                 b,
-                arith::AddIOp::create(
-                    b, arith::MulIOp::create(b, chunk, cIdx(b, plan.blockSize)),
-                    slot),
+                arith::AddIOp::create(b, timesBlock(b, chunk), slot),
                 cIdx(b, x)),
             within));
     keys.emplace_back();
@@ -369,7 +368,7 @@ LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
     Value ofs = arith::AddIOp::create(
         b, base,
         arith::AddIOp::create(
-            b, arith::MulIOp::create(b, dim, cIdx(b, plan.blockSize)), slot));
+            b, timesBlock(b, dim), slot));
     values.push_back(loadVector(b, valueCache, ofs, tokens));
   }
 

@@ -10,6 +10,7 @@
 #include "KernelIdioms.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -61,6 +62,7 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
   scale = arg("scale"), maxBlocks = arg("max_blocks_per_seq"),
   maxParts = arg("max_num_partitions"), partTokens = arg("partition_tokens"),
   numKvHeads = arg("num_kv_heads"), groupSize = arg("group_size"),
+  blockSizeArg = arg("block_size"),
   alibiSlopes = arg("alibi_slopes"), hasAlibi = arg("has_alibi"),
   slidingWindow = arg("sliding_window"),
   logitsSoftCap = arg("logits_soft_cap"), sinks = arg("sinks"),
@@ -275,12 +277,7 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
   tile = arith::RemUIOp::create(b, kvTile, tiles);
   numHeads = arith::MulIOp::create(b, toIndex(b, numKvHeads), groupLen);
   blockRow = arith::MulIOp::create(b, seq, toIndex(b, maxBlocks));
-  // Elements of one (block, KV head) slab: head_size * block_size, for both
-  // the key layout [D/x][bs][x] and the value layout [D][bs].
-  int64_t slab = plan.headSize * plan.blockSize;
-  kvHeadOffset = arith::MulIOp::create(b, kvHead, cIdx(b, slab));
-  blockStride =
-      arith::MulIOp::create(b, toIndex(b, numKvHeads), cIdx(b, slab));
+  emitBlockAddressing(b);
 
   // Soft cap constants (unused when off; the selects keep them finite).
   if (plan.extLogits) {
@@ -426,6 +423,33 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
   }
 }
 
+void PartitionProgram::emitBlockAddressing(ImplicitLocOpBuilder &b) {
+  // block_size is a power of two (the runtime checks it): token -> block
+  // and slot are a shift and a mask, log2 computed once.
+  blockShift = toIndex(b, LLVM::CountTrailingZerosOp::create(
+                              b, b.getI32Type(), blockSizeArg,
+                              /*is_zero_poison=*/false));
+  blockLen = toIndex(b, blockSizeArg);
+  blockMask = arith::SubIOp::create(b, blockLen, cIdx(b, 1));
+  // Elements of one (block, KV head) slab: head_size * block_size, for both
+  // the key layout [D/x][bs][x] and the value layout [D][bs].
+  Value slab = arith::ShLIOp::create(b, cIdx(b, plan.headSize), blockShift);
+  kvHeadOffset = arith::MulIOp::create(b, kvHead, slab);
+  blockStride = arith::MulIOp::create(b, toIndex(b, numKvHeads), slab);
+}
+
+Value PartitionProgram::blockOf(ImplicitLocOpBuilder &b, Value tok) {
+  return arith::ShRUIOp::create(b, tok, blockShift);
+}
+
+Value PartitionProgram::blockSlotOf(ImplicitLocOpBuilder &b, Value tok) {
+  return arith::AndIOp::create(b, tok, blockMask);
+}
+
+Value PartitionProgram::timesBlock(ImplicitLocOpBuilder &b, Value v) {
+  return arith::ShLIOp::create(b, v, blockShift);
+}
+
 Value PartitionProgram::stepToken(ImplicitLocOpBuilder &b, Value step) {
   return arith::AddIOp::create(
       b, stepBase, arith::MulIOp::create(b, step, cIdx(b, plan.tokenStep)));
@@ -438,8 +462,7 @@ Value PartitionProgram::keyChunkOffset(ImplicitLocOpBuilder &b, Value base,
       arith::MulIOp::create(
           b,
           arith::AddIOp::create(
-              b, arith::MulIOp::create(b, chunk, cIdx(b, plan.blockSize)),
-              slot),
+              b, timesBlock(b, chunk), slot),
           cIdx(b, plan.keyPack)));
 }
 

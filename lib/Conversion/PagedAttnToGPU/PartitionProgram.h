@@ -59,6 +59,12 @@ protected:
                                   Value allMasked = nullptr);
   /// First token of warp step `step`.
   Value stepToken(ImplicitLocOpBuilder &b, Value step);
+  /// The logical block of token `tok` (tok / block_size) and its slot in
+  /// it (tok % block_size); `v` * block_size. block_size is the kernel's
+  /// run-time parameter, a power of two: shifts and a mask.
+  Value blockOf(ImplicitLocOpBuilder &b, Value tok);
+  Value blockSlotOf(ImplicitLocOpBuilder &b, Value tok);
+  Value timesBlock(ImplicitLocOpBuilder &b, Value v);
   /// Element offset of key_cache[phys, kvh, chunk, slot, 0]: `base` (that
   /// of [phys, kvh]) + (chunk * block_size + slot) * x.
   Value keyChunkOffset(ImplicitLocOpBuilder &b, Value base, Value chunk,
@@ -128,8 +134,8 @@ protected:
   // Kernel arguments.
   Value query, keyCache, valueCache, blockTables, seqLens, output, expSums,
       maxLogits, tmpOutput, scale, maxBlocks, maxParts, partTokens, numKvHeads,
-      groupSize, alibiSlopes, hasAlibi, slidingWindow, logitsSoftCap, sinks,
-      hasSinks, queryStartLoc, maxQueryLen, shared;
+      groupSize, blockSizeArg, alibiSlopes, hasAlibi, slidingWindow,
+      logitsSoftCap, sinks, hasSinks, queryStartLoc, maxQueryLen, shared;
   // The wmma kernel's workgroup memory is one byte buffer (32-byte aligned)
   // that `shared` views as f32 and the kernel as f16; null otherwise.
   Value sharedBuffer;
@@ -145,6 +151,8 @@ protected:
   // The program's query tokens (KernelIdioms.h) and how many it serves.
   QueryRow tokens;
   Value perProgram;
+  // block_size (index), log2(block_size) and block_size - 1.
+  Value blockLen, blockShift, blockMask;
   // Soft cap: enabled flag, C = cap * log2(e) and 2 log2(e) / C.
   Value capOn, capLog2, capInvScale;
   // fp8 caches: `scale` above already includes k_scale; the factor for the
@@ -156,6 +164,9 @@ private:
                                        SmallVector<Value> state, StepFn step,
                                        PrologueFn prologue);
   void emitBody(ImplicitLocOpBuilder &b);
+  /// The prologue's block values: blockLen, blockShift, blockMask, the
+  /// (block, KV head) slab's kvHeadOffset and the blockStride.
+  void emitBlockAddressing(ImplicitLocOpBuilder &b);
   void emitSentinels(ImplicitLocOpBuilder &b);
 };
 

@@ -250,16 +250,16 @@ void WmmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
 
 SmallVector<Value> WmmaPartitionBuilder::loadStep(ImplicitLocOpBuilder &b,
                                                  Value tok0, bool clamp) {
-  const int64_t bs = plan.blockSize, x = plan.keyPack, d = plan.headSize;
-  const int64_t steps = plan.tokenStep;
-  Value tok0Ofs = arith::RemUIOp::create(b, tok0, cIdx(b, bs));
-  Value logical0 = arith::DivUIOp::create(b, tok0, cIdx(b, bs));
-  Value lastBlock = arith::DivUIOp::create(
-      b, arith::SubIOp::create(b, seqLen, cIdx(b, 1)), cIdx(b, bs));
-  // The step's blocks: one, or T / block_size of them.
+  const int64_t x = plan.keyPack, d = plan.headSize;
+  Value lastBlock =
+      blockOf(b, arith::SubIOp::create(b, seqLen, cIdx(b, 1)));
+  // The step's T tokens are T / 8 eighths, each inside one block (block
+  // sizes are powers of two from 8): one block-table entry per eighth,
+  // equal for large blocks (those loads hit L1).
   SmallVector<Value> bases;
-  for (int64_t k = 0; k < std::max<int64_t>(1, steps / bs); ++k) {
-    Value logical = arith::AddIOp::create(b, logical0, cIdx(b, k));
+  for (int64_t k = 0; k < plan.tokenStep / 8; ++k) {
+    Value logical =
+        blockOf(b, arith::AddIOp::create(b, tok0, cIdx(b, 8 * k)));
     if (clamp && k > 0) // stay inside the sequence's blocks
       logical = arith::MinUIOp::create(b, logical, lastBlock);
     Value entry = memref::LoadOp::create(
@@ -271,9 +271,7 @@ SmallVector<Value> WmmaPartitionBuilder::loadStep(ImplicitLocOpBuilder &b,
   // Block base and slot of the step's token `u` (u + 8 stays in its block
   // for the value loads, which start at multiples of 8).
   auto place = [&](Value u) -> std::pair<Value, Value> {
-    if (bases.size() == 1)
-      return {bases[0], arith::AddIOp::create(b, tok0Ofs, u)};
-    Value k = arith::DivUIOp::create(b, u, cIdx(b, bs));
+    Value k = arith::DivUIOp::create(b, u, cIdx(b, 8));
     Value base = bases[0];
     for (size_t i = 1; i < bases.size(); ++i)
       base = arith::SelectOp::create(
@@ -281,7 +279,7 @@ SmallVector<Value> WmmaPartitionBuilder::loadStep(ImplicitLocOpBuilder &b,
           arith::CmpIOp::create(b, arith::CmpIPredicate::eq, k,
                                 cIdx(b, int64_t(i))),
           bases[i], base);
-    return {base, arith::RemUIOp::create(b, u, cIdx(b, bs))};
+    return {base, blockSlotOf(b, arith::AddIOp::create(b, tok0, u))};
   };
 
   // Keys: load c takes token `pair` of chunk 2 c + half, so one
@@ -302,8 +300,7 @@ SmallVector<Value> WmmaPartitionBuilder::loadStep(ImplicitLocOpBuilder &b,
     // value_cache[phys, kvh, dim, slot : slot + 8]
     Value ofs = arith::AddIOp::create(
         b, base,
-        arith::AddIOp::create(b, arith::MulIOp::create(b, dim, cIdx(b, bs)),
-                              slot));
+        arith::AddIOp::create(b, timesBlock(b, dim), slot));
     loads.push_back(loadVector(b, valueCache, ofs, 8));
   }
   return loads;

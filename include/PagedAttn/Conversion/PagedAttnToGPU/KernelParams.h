@@ -80,6 +80,9 @@ inline constexpr KernelParam kKernelParams[] = {
     {"tmp_output",         ParamType::TmpPtr,   ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"scale",              ParamType::F32,      ParamWhen::Always,    param_roles::P | param_roles::O},
     {"max_blocks_per_seq", ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O},
+    // Tokens per KV-cache block, a power of two in [8, 128]: run time, so
+    // one bundle serves every block size (docs/kernels.md).
+    {"block_size",         ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O},
     {"num_heads",          ParamType::I32,      ParamWhen::Always,    param_roles::R},
     {"max_num_partitions", ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"partition_tokens",   ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
