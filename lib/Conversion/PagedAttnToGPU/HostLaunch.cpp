@@ -79,7 +79,7 @@ gpu::GPUModuleOp getOrCreateVariantModule(RewriterBase &rewriter,
                    b.getNamedAttr("reduce_grid_x",
                                   b.getStringAttr(reduceGridX())),
                    b.getNamedAttr("query_packs",
-                                  b.getStringAttr(queryPacks(plan.usesMma()))),
+                                  b.getStringAttr(queryPacks(plan.packsTokens()))),
                    b.getNamedAttr("reduce_threads",
                                   b.getI64IntegerAttr(kReduceWarps * 32)),
                    b.getNamedAttr("reduce_shared_bytes",
@@ -282,8 +282,9 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
     // The partition kernels' packs of query tokens (queryPacks): the
     // tensor-core tile serves max(heads_per_program / group, 1) tokens.
     int64_t tokensPerProgram =
-        plan->usesMma() ? std::max<int64_t>(1, plan->headsPerProgram / group)
-                        : 1;
+        plan->packsTokens()
+            ? std::max<int64_t>(1, plan->headsPerProgram / group)
+            : 1;
     auto timesSlots = [&](OpBuilder &b, Value v) {
       return timesQueryPacks(b, loc, v, maxQueryLen, 1);
     };

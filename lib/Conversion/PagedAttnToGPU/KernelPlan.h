@@ -101,6 +101,15 @@ struct KernelPlan {
   }
   bool usesMma() const { return kind == KernelKind::Mma; }
   bool usesWmma() const { return kind == KernelKind::Wmma; }
+  /// Whether a program serves several query tokens of its sequence (the
+  /// tensor-core tile, when its group is smaller than the tile: HostLaunch's
+  /// query packs, PartitionProgram::slotOf). Not the fp8 tile of head size
+  /// 192: its per-slot masks do not fit the 168 registers of 3 programs
+  /// per SM (ptxas 13 spills 8 bytes on sm_90), so it runs one token per
+  /// program, as the SIMT and wmma kernels do.
+  bool packsTokens() const {
+    return usesMma() && !(fp8Cache() && headSize == 192);
+  }
   /// f32 words of workgroup memory for the cross-warp merge (the epilogue
   /// layout: acc[warp][head][dim], m[warp][head], l[warp][head]).
   int64_t epilogueFloats() const {

@@ -262,8 +262,9 @@ void SimtPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
 
   state.values = emitStepLoop(
       b, state.values,
-      [&](ImplicitLocOpBuilder &nb, Value step, bool masked,
+      [&](ImplicitLocOpBuilder &nb, Value step, StepMask mask,
           SmallVector<Value> values) {
+        bool masked = mask != StepMask::none;
         LoopState in{ownHeads, plan.headsPerProgram, plan.dimsPerLane,
                      std::move(values)};
         return emitStep(nb, step, masked, in).values;

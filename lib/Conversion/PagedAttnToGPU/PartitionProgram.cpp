@@ -62,9 +62,8 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
   scale = arg("scale"), maxBlocks = arg("max_blocks_per_seq"),
   maxParts = arg("max_num_partitions"), partTokens = arg("partition_tokens"),
   numKvHeads = arg("num_kv_heads"), groupSize = arg("group_size"),
-  blockSizeArg = arg("block_size"),
-  alibiSlopes = arg("alibi_slopes"), hasAlibi = arg("has_alibi"),
-  slidingWindow = arg("sliding_window"),
+  blockSizeArg = arg("block_size"), alibiSlopes = arg("alibi_slopes"),
+  hasAlibi = arg("has_alibi"), slidingWindow = arg("sliding_window"),
   logitsSoftCap = arg("logits_soft_cap"), sinks = arg("sinks"),
   hasSinks = arg("has_sinks"), queryStartLoc = arg("query_start_loc"),
   maxQueryLen = arg("max_query_len");
@@ -86,17 +85,16 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
     auto pick = [&](StringRef scalar, StringRef ptr, int64_t bit) -> Value {
       Value flag = arith::AndIOp::create(
           b, arg("scales_on_device"), arith::ConstantIntOp::create(b, bit, 32));
-      Value onDevice = arith::CmpIOp::create(
-          b, arith::CmpIPredicate::ne, flag,
-          arith::ConstantIntOp::create(b, 0, 32));
+      Value onDevice =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ne, flag,
+                                arith::ConstantIntOp::create(b, 0, 32));
       auto ifOp = scf::IfOp::create(b, TypeRange{f32}, onDevice,
                                     /*withElseRegion=*/true);
       {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
-        scf::YieldOp::create(
-            b, ValueRange{memref::LoadOp::create(b, arg(ptr),
-                                                 ValueRange{cIdx(b, 0)})});
+        scf::YieldOp::create(b, ValueRange{memref::LoadOp::create(
+                                    b, arg(ptr), ValueRange{cIdx(b, 0)})});
         b.setInsertionPointToStart(ifOp.elseBlock());
         scf::YieldOp::create(b, ValueRange{arg(scalar)});
       }
@@ -145,8 +143,8 @@ PartitionProgram::Slot PartitionProgram::slotOf(ImplicitLocOpBuilder &b,
       inGroup);
   Slot s;
   s.valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, slot, groupLen);
-  s.head = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, kvHead, groupLen), slot);
+  s.head = arith::AddIOp::create(b, arith::MulIOp::create(b, kvHead, groupLen),
+                                 slot);
   s.row = row;
   s.token = tokens.j0;
   if (!packsTokens())
@@ -157,8 +155,8 @@ PartitionProgram::Slot PartitionProgram::slotOf(ImplicitLocOpBuilder &b,
       arith::CmpIOp::create(b, arith::CmpIPredicate::slt, token, tokens.qLen));
   s.valid = arith::AndIOp::create(b, s.valid, tokenValid);
   // An invalid slot keeps the program's row and token: rows that exist.
-  s.row = arith::SelectOp::create(b, s.valid,
-                                  arith::AddIOp::create(b, row, u), row);
+  s.row = arith::SelectOp::create(b, s.valid, arith::AddIOp::create(b, row, u),
+                                  row);
   s.token = arith::SelectOp::create(b, s.valid, token, tokens.j0);
   return s;
 }
@@ -214,9 +212,9 @@ void PartitionProgram::stageQuery(ImplicitLocOpBuilder &b, int64_t rows,
           arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
                                 cIdx(b, qChunks)));
     Value safeHead = arith::SelectOp::create(
-        b, valid, head, arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
-    Value safeChunk =
-        arith::MinUIOp::create(b, chunk, cIdx(b, qChunks - 1));
+        b, valid, head,
+        arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
+    Value safeChunk = arith::MinUIOp::create(b, chunk, cIdx(b, qChunks - 1));
     Value ofs = arith::AddIOp::create(
         b,
         arith::MulIOp::create(
@@ -225,8 +223,8 @@ void PartitionProgram::stageQuery(ImplicitLocOpBuilder &b, int64_t rows,
                                   safeHead),
             cIdx(b, plan.headSize)),
         arith::MulIOp::create(b, safeChunk, cIdx(b, qPack)));
-    Value v = arith::SelectOp::create(
-        b, use, loadVector(b, query, ofs, qPack), zero);
+    Value v =
+        arith::SelectOp::create(b, use, loadVector(b, query, ofs, qPack), zero);
     store(b, v, slot, chunk);
   }
   gpu::BarrierOp::create(b);
@@ -265,14 +263,14 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
   Value groupLen = toIndex(b, groupSize);
   perProgram = tokensPerProgram(b, groupLen);
   tokens = queryRowOf(b, gpu::BlockIdOp::create(b, gpu::Dimension::x), seq,
-                     seqLens, queryStartLoc, maxQueryLen, perProgram);
+                      seqLens, queryStartLoc, maxQueryLen, perProgram);
   part = tokens.unit, row = tokens.row, seqLen = tokens.seqLen;
   // Programs past their sequence's query tokens have no row: they return.
   auto live = scf::IfOp::create(b, tokens.live, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(live.thenBlock());
-  Value tiles = arith::CeilDivUIOp::create(b, groupLen,
-                                           cIdx(b, plan.headsPerProgram));
+  Value tiles =
+      arith::CeilDivUIOp::create(b, groupLen, cIdx(b, plan.headsPerProgram));
   kvHead = arith::DivUIOp::create(b, kvTile, tiles);
   tile = arith::RemUIOp::create(b, kvTile, tiles);
   numHeads = arith::MulIOp::create(b, toIndex(b, numKvHeads), groupLen);
@@ -282,8 +280,8 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
   // Soft cap constants (unused when off; the selects keep them finite).
   if (plan.extLogits) {
     Value cap = logitsSoftCap;
-    capOn = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, cap,
-                                  cF32(b, 0.0f));
+    capOn =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, cap, cF32(b, 0.0f));
     Value safeCap = arith::SelectOp::create(b, capOn, cap, cF32(b, 1.0f));
     capLog2 = arith::MulFOp::create(b, safeCap, cF32(b, M_LOG2E));
     capInvScale = arith::DivFOp::create(b, cF32(b, 2.0 * M_LOG2E), capLog2);
@@ -291,14 +289,20 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
 
   // The sliding window's first token: max(seq_len - window, 0), 0 without
   // (of the program's first token: the others' windows start later).
-  Value windowStart = slidingWindowStart(
-      b, packsTokens() ? tokenContext(b, tokens, tokens.j0) : seqLen,
-      slidingWindow);
+  Value firstContext =
+      packsTokens() ? tokenContext(b, tokens, tokens.j0) : seqLen;
+  Value windowStart = slidingWindowStart(b, firstContext, slidingWindow);
 
   auto setRange = [&](Value start, Value end) {
     partStart = start;
     partEnd = end;
     rangeStart = arith::MaxUIOp::create(b, partStart, windowStart);
+    innerStart = rangeStart, innerEnd = partEnd;
+    if (packsTokens()) { // the last token's window, the first one's end
+      innerStart = arith::MaxUIOp::create(
+          b, rangeStart, slidingWindowStart(b, seqLen, slidingWindow));
+      innerEnd = arith::MinUIOp::create(b, partEnd, firstContext);
+    }
     Value step = cIdx(b, plan.tokenStep);
     stepBase = arith::AddIOp::create(
         b, partStart,
@@ -320,8 +324,7 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
   // Partitions past the sequence's end, or wholly before its sliding
   // window, leave sentinels the reducer skips: they read nothing.
   Value empty = arith::OrIOp::create(
-      b,
-      arith::CmpIOp::create(b, arith::CmpIPredicate::uge, partStart, seqLen),
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::uge, partStart, seqLen),
       arith::CmpIOp::create(b, arith::CmpIPredicate::ule, partEnd,
                             windowStart));
   auto ifOp = scf::IfOp::create(b, empty, /*withElseRegion=*/true);
@@ -336,8 +339,8 @@ void PartitionProgram::emitSentinels(ImplicitLocOpBuilder &b) {
   for (int64_t g = 0; g < plan.headsPerProgram; ++g) {
     Slot s = slotOf(b, cIdx(b, g));
     Value head = s.head, valid = s.valid;
-    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid,
-                                        cIdx(b, 0));
+    Value first =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cIdx(b, 0));
     Value write = arith::AndIOp::create(b, valid, first);
     auto ifOp = scf::IfOp::create(b, write, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
@@ -426,9 +429,9 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
 void PartitionProgram::emitBlockAddressing(ImplicitLocOpBuilder &b) {
   // block_size is a power of two (the runtime checks it): token -> block
   // and slot are a shift and a mask, log2 computed once.
-  blockShift = toIndex(b, LLVM::CountTrailingZerosOp::create(
-                              b, b.getI32Type(), blockSizeArg,
-                              /*is_zero_poison=*/false));
+  blockShift = toIndex(
+      b, LLVM::CountTrailingZerosOp::create(b, b.getI32Type(), blockSizeArg,
+                                            /*is_zero_poison=*/false));
   blockLen = toIndex(b, blockSizeArg);
   blockMask = arith::SubIOp::create(b, blockLen, cIdx(b, 1));
   // Elements of one (block, KV head) slab: head_size * block_size, for both
@@ -460,9 +463,7 @@ Value PartitionProgram::keyChunkOffset(ImplicitLocOpBuilder &b, Value base,
   return arith::AddIOp::create(
       b, base,
       arith::MulIOp::create(
-          b,
-          arith::AddIOp::create(
-              b, timesBlock(b, chunk), slot),
+          b, arith::AddIOp::create(b, timesBlock(b, chunk), slot),
           cIdx(b, plan.keyPack)));
 }
 
@@ -476,88 +477,75 @@ SmallVector<Value> PartitionProgram::emitStepLoop(ImplicitLocOpBuilder &b,
                                                   SmallVector<Value> state,
                                                   StepFn step,
                                                   PrologueFn prologue,
-                                                  Value allMasked) {
-  if (!allMasked)
-    return emitSplitStepLoop(b, std::move(state), step, prologue);
-  assert(!prologue && "an all-masked loop carries no prologue values");
-  // Every step masked (the tokens' ranges differ within the tile), warps
-  // round robin; else the split loop.
-  auto ifOp = scf::IfOp::create(b, ValueRange(state).getTypes(), allMasked,
-                                /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifOp.thenBlock());
-  Value steps = arith::CeilDivUIOp::create(
-      b, arith::SubIOp::create(b, partEnd, stepBase), cIdx(b, plan.tokenStep));
-  auto loop = scf::ForOp::create(
-      b, warp, steps, cIdx(b, plan.warps), state,
-      [&](OpBuilder &nested, Location loc, Value iv, ValueRange iterArgs) {
-        ImplicitLocOpBuilder nb(loc, nested);
-        scf::YieldOp::create(
-            nb, step(nb, iv, /*masked=*/true, llvm::to_vector(iterArgs)));
-      });
-  scf::YieldOp::create(b, loop.getResults());
-  b.setInsertionPointToStart(ifOp.elseBlock());
-  scf::YieldOp::create(b, emitSplitStepLoop(b, state, step, prologue));
-  return SmallVector<Value>(ifOp.getResults());
-}
-
-SmallVector<Value> PartitionProgram::emitSplitStepLoop(
-    ImplicitLocOpBuilder &b, SmallVector<Value> state, StepFn step,
-    PrologueFn prologue) {
-  Value stepLen = cIdx(b, plan.tokenStep), zero = cIdx(b, 0);
-  Value tokens = arith::SubIOp::create(b, partEnd, stepBase);
-  Value full = arith::DivUIOp::create(b, tokens, stepLen);
-  Value warps = cIdx(b, plan.warps);
-  auto eq = [&](Value l, Value r) {
-    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, l, r);
+                                                  SetupFn edgeSetup) {
+  Value stepLen = cIdx(b, plan.tokenStep), warps = cIdx(b, plan.warps);
+  // Steps from stepBase to token `tok` (none before stepBase), rounded.
+  auto stepsTo = [&](Value tok, bool up) -> Value {
+    Value d = arith::SubIOp::create(b, arith::MaxUIOp::create(b, tok, stepBase),
+                                    stepBase);
+    if (up)
+      return arith::CeilDivUIOp::create(b, d, stepLen);
+    return arith::DivUIOp::create(b, d, stepLen);
   };
-  // Step 0 is partial when the sliding window starts inside it (the head),
-  // the step after the last full one when the range ends inside it (the
-  // tail). Only they are masked; a range shorter than a step is one tail.
-  Value hasHead = arith::AndIOp::create(
-      b,
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, stepBase, rangeStart),
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, full, zero));
-  Value hasTail = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::ne, arith::RemUIOp::create(b, tokens, stepLen),
-      zero);
+  // Steps [0, steps); whole ones [uFirst, uEnd); masked: the rest.
+  Value steps = stepsTo(partEnd, /*up=*/true);
+  Value uFirst = arith::MinUIOp::create(b, stepsTo(innerStart, true), steps);
+  Value uEnd = arith::MaxUIOp::create(b, stepsTo(innerEnd, false), uFirst);
 
-  // The whole steps, round robin over the warps; warp 0 skips a head.
-  Value first = arith::SelectOp::create(
-      b, arith::AndIOp::create(b, hasHead, eq(warp, zero)),
-      arith::AddIOp::create(b, warp, warps), warp);
+  // Only uFirst (as i32: a few steps) lives through the whole steps for
+  // the masked ones; the rest is recomputed after them, in i32.
+  auto i32 = [&](Value v) -> Value {
+    return arith::IndexCastOp::create(b, b.getI32Type(), v);
+  };
+  Value heads = i32(uFirst);
+
+  Value first = arith::AddIOp::create(b, uFirst, warp);
   size_t carried = state.size();
   if (prologue)
-    state.append(prologue(b, first, full));
+    state.append(prologue(b, first, uEnd));
   auto loop = scf::ForOp::create(
-      b, first, full, warps, state,
+      b, first, uEnd, warps, state,
       [&](OpBuilder &nested, Location loc, Value iv, ValueRange iterArgs) {
         ImplicitLocOpBuilder nb(loc, nested);
         scf::YieldOp::create(
-            nb, step(nb, iv, /*masked=*/false, llvm::to_vector(iterArgs)));
+            nb, step(nb, iv, StepMask::none, llvm::to_vector(iterArgs)));
       });
   state = SmallVector<Value>(loop.getResults().take_front(carried));
 
-  // The head (step 0, warp 0's) and the tail (step `full`, on the warp whose
-  // turn it is): one masked body, over k in [head ? 0 : 1, tail ? 2 : 1).
-  Value headHere = arith::AndIOp::create(b, hasHead, eq(warp, zero));
-  Value tailHere = arith::AndIOp::create(
-      b, hasTail, eq(arith::RemUIOp::create(b, full, warps), warp));
-  Value one = cIdx(b, 1);
-  Value from = arith::SelectOp::create(b, headHere, zero, one);
-  Value to = arith::SelectOp::create(b, tailHere, cIdx(b, 2), one);
-  auto edges = scf::ForOp::create(
-      b, from, to, one, state,
+  // Masked step k of [0, edges): step k before the whole ones (k < heads),
+  // uEnd + (k - heads) after; the warps' turns go on from the whole steps'.
+  auto c32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, v, 32); };
+  Value tailBase = i32(uEnd);
+  Value steps32 = arith::CeilDivUIOp::create(
+      b, arith::SubIOp::create(b, i32(partEnd), i32(stepBase)),
+      c32(plan.tokenStep));
+  Value edges = arith::SubIOp::create(
+      b, arith::AddIOp::create(b, heads, steps32), tailBase);
+  Value turn = arith::RemUIOp::create(
+      b, arith::SubIOp::create(b, tailBase, heads), c32(plan.warps));
+  Value kFirst = arith::RemUIOp::create(
+      b,
+      arith::SubIOp::create(
+          b, arith::AddIOp::create(b, i32(warp), c32(plan.warps)), turn),
+      c32(plan.warps));
+  StepMask mask = packsTokens() ? StepMask::slots : StepMask::range;
+  if (edgeSetup && mask == StepMask::slots)
+    edgeSetup(b);
+  auto masked = scf::ForOp::create(
+      b, kFirst, edges, c32(plan.warps), state,
       [&](OpBuilder &nested, Location loc, Value k, ValueRange iterArgs) {
         ImplicitLocOpBuilder nb(loc, nested);
-        Value at = arith::SelectOp::create(
-            nb,
-            arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, k, cIdx(nb, 0)),
-            cIdx(nb, 0), full);
-        scf::YieldOp::create(
-            nb, step(nb, at, /*masked=*/true, llvm::to_vector(iterArgs)));
+        Value at = arith::IndexCastUIOp::create(
+            nb, nb.getIndexType(),
+            arith::SelectOp::create(
+                nb,
+                arith::CmpIOp::create(nb, arith::CmpIPredicate::ult, k, heads),
+                k,
+                arith::AddIOp::create(nb, arith::SubIOp::create(nb, k, heads),
+                                      tailBase)));
+        scf::YieldOp::create(nb, step(nb, at, mask, llvm::to_vector(iterArgs)));
       });
-  return SmallVector<Value>(edges.getResults());
+  return SmallVector<Value>(masked.getResults());
 }
 
 Value PartitionProgram::alibiSlopeLog2(ImplicitLocOpBuilder &b, Value head) {
@@ -580,8 +568,7 @@ Value PartitionProgram::alibiPosition(ImplicitLocOpBuilder &b, Value tok) {
   Value rel = arith::SubIOp::create(
       b, arith::AddIOp::create(b, tok, cIdx(b, 1)), seqLen);
   return arith::SIToFPOp::create(
-      b, b.getF32Type(),
-      arith::IndexCastOp::create(b, b.getI32Type(), rel));
+      b, b.getF32Type(), arith::IndexCastOp::create(b, b.getI32Type(), rel));
 }
 
 SmallVector<Value> PartitionProgram::softCap(ImplicitLocOpBuilder &b,

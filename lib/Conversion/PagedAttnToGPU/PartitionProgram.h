@@ -36,27 +36,37 @@ protected:
   /// warp's state stored in the epilogue layout, then emitEpilogue.
   virtual void emitPartition(ImplicitLocOpBuilder &b) = 0;
 
+  /// How a step's tokens are masked: not at all (every token inside the
+  /// program's range), against the program's range [rangeStart, partEnd)
+  /// (tokenValid), or each packed slot against its own token's range (a
+  /// program serving several query tokens).
+  enum class StepMask { none, range, slots };
   /// One warp step at index `step` (tokens stepBase + step * tokenStep ...),
-  /// masked (tokenValid) or not; returns the new per-lane state.
+  /// masked as `mask` says; returns the new per-lane state.
   using StepFn = llvm::function_ref<SmallVector<Value>(
-      ImplicitLocOpBuilder &, Value step, bool masked, SmallVector<Value>)>;
+      ImplicitLocOpBuilder &, Value step, StepMask mask, SmallVector<Value>)>;
   /// Values a warp prepares before its whole steps, given its first whole
   /// step and the number of whole steps (e.g. the loads of its first step,
   /// for a loop that loads one step ahead).
   using PrologueFn = llvm::function_ref<SmallVector<Value>(
       ImplicitLocOpBuilder &, Value first, Value full)>;
-  /// The partition's steps from stepBase to partEnd: warps take the whole
-  /// steps round robin, unmasked; the partial first step (the sliding window
-  /// starts inside it) and the partial last step run masked, each on one
-  /// warp, through one masked body. With a prologue, its values follow the
-  /// state through the unmasked steps (which must return them, updated) and
-  /// are dropped before the masked ones. Returns the final state.
-  /// With `allMasked` (an i1, uniform over the program) true at run time,
-  /// every step runs masked instead.
+  /// What a step's slots share, built once before the masked steps.
+  using SetupFn = llvm::function_ref<void(ImplicitLocOpBuilder &)>;
+  /// The partition's steps from stepBase to partEnd. The whole steps inside
+  /// [innerStart, innerEnd), tokens every slot attends, run unmasked, round
+  /// robin over the warps. The others, at most two before and two after
+  /// (the sliding window's start, the range's end, and with several query
+  /// tokens per program the tokens only some of them attend), continue the
+  /// round robin through one masked body: StepMask::slots in kernels that
+  /// pack tokens (after `edgeSetup`, which builds what those steps share:
+  /// a division left in a step is not hoisted past the loop's guard), else
+  /// StepMask::range. With a prologue, its values follow the state through
+  /// the unmasked steps (which must return them, updated) and are dropped
+  /// before the masked ones. Returns the final state.
   SmallVector<Value> emitStepLoop(ImplicitLocOpBuilder &b,
                                   SmallVector<Value> state, StepFn step,
                                   PrologueFn prologue = nullptr,
-                                  Value allMasked = nullptr);
+                                  SetupFn edgeSetup = nullptr);
   /// First token of warp step `step`.
   Value stepToken(ImplicitLocOpBuilder &b, Value step);
   /// The logical block of token `tok` (tok / block_size) and its slot in
@@ -86,7 +96,7 @@ protected:
   /// Whether the kernel packs several query tokens of a sequence into its
   /// tile (the tensor-core kernel: a GQA group smaller than the tile leaves
   /// rows for the next tokens' heads).
-  bool packsTokens() const { return plan.usesMma(); }
+  bool packsTokens() const { return plan.packsTokens(); }
   /// Query tokens per program: max(heads_per_program / group, 1) when the
   /// kernel packs tokens and the call has several, else 1.
   Value tokensPerProgram(ImplicitLocOpBuilder &b, Value groupLen);
@@ -141,13 +151,15 @@ protected:
   Value sharedBuffer;
   // Values computed once in the prologue. The partition attends to
   // [rangeStart, partEnd): its tokens, from the sliding window's start on;
-  // its steps start at stepBase (rangeStart rounded down to a step).
+  // its steps start at stepBase (rangeStart rounded down to a step). Every
+  // slot of the program attends to [innerStart, innerEnd) (the same range
+  // unless the program packs several query tokens).
   // `seq` indexes block_tables and seq_lens, `row` the query, output and
   // workspace (the query token: KernelIdioms.h, QueryRow); `seqLen` is the
   // row's context length.
   Value tid, lane, warp, part, seq, row, kvHead, tile, numHeads, seqLen,
-      partStart, partEnd, rangeStart, stepBase, blockRow, kvHeadOffset,
-      blockStride;
+      partStart, partEnd, rangeStart, stepBase, innerStart, innerEnd, blockRow,
+      kvHeadOffset, blockStride;
   // The program's query tokens (KernelIdioms.h) and how many it serves.
   QueryRow tokens;
   Value perProgram;
@@ -160,9 +172,6 @@ protected:
   Value valueScale;
 
 private:
-  SmallVector<Value> emitSplitStepLoop(ImplicitLocOpBuilder &b,
-                                       SmallVector<Value> state, StepFn step,
-                                       PrologueFn prologue);
   void emitBody(ImplicitLocOpBuilder &b);
   /// The prologue's block values: blockLen, blockShift, blockMask, the
   /// (block, KV head) slab's kvHeadOffset and the blockStride.
@@ -174,13 +183,11 @@ private:
 gpu::GPUFuncOp buildMmaPartitionKernel(OpBuilder &moduleBuilder, Location loc,
                                        const KernelPlan &plan, bool onePass);
 /// The wmma partition kernel (WmmaPartitionKernel.cpp).
-gpu::GPUFuncOp buildWmmaPartitionKernel(OpBuilder &moduleBuilder,
-                                        Location loc, const KernelPlan &plan,
-                                        bool onePass);
+gpu::GPUFuncOp buildWmmaPartitionKernel(OpBuilder &moduleBuilder, Location loc,
+                                        const KernelPlan &plan, bool onePass);
 /// The SIMT partition kernel (PartitionKernel.cpp).
-gpu::GPUFuncOp buildSimtPartitionKernel(OpBuilder &moduleBuilder,
-                                        Location loc, const KernelPlan &plan,
-                                        bool onePass);
+gpu::GPUFuncOp buildSimtPartitionKernel(OpBuilder &moduleBuilder, Location loc,
+                                        const KernelPlan &plan, bool onePass);
 
 } // namespace mlir::paged_attn
 

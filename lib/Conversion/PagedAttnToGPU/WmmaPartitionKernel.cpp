@@ -220,8 +220,9 @@ void WmmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
   size_t carried = state.values.size();
   state.values = emitStepLoop(
       b, state.values,
-      [&](ImplicitLocOpBuilder &nb, Value step, bool masked,
+      [&](ImplicitLocOpBuilder &nb, Value step, StepMask mask,
           SmallVector<Value> values) {
+        bool masked = mask != StepMask::none;
         Value tok0 = stepToken(nb, step);
         WmmaState in{SmallVector<Value>(values.begin(),
                                         values.begin() + carried)};

@@ -30,9 +30,7 @@
 // MMA-NEXT: arith.muli %{{.*}}, %[[SLAB]] : index
 // A step reads the block-table entries of its halves, tokens tok0 and
 // tok0 + 8 (the same entry for blocks of 16 and more), with their slots.
-// (The first loop, of packed query tokens, runs every step masked; the
-// whole steps' loop is the second.)
-// MMA: scf.for
+// The whole steps' loop comes first, then the masked steps'.
 // MMA: scf.for
 // MMA: %[[TOK0:.*]] = arith.addi %{{.*}}, %{{.*}} : index
 // MMA: %[[TOK1:.*]] = arith.addi %[[TOK0]], %{{.*}} : index

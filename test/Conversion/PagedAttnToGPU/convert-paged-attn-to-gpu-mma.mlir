@@ -33,14 +33,8 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK: vector.load %arg0[%{{.*}}] {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>
 // CHECK: vector.store %{{.*}}, %[[SMEM]][%{{.*}}] {alignment = 16 : i64} : memref<6080xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK: gpu.barrier
-// Several query tokens packed in the tile run every step masked (the
-// first loop); one token per sequence runs the split loops below.
-// CHECK: scf.if %{{.*}} -> (f32, f32,
-// CHECK: arith.subi
-// CHECK: arith.ceildivui
-// CHECK: scf.for
-// CHECK: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
-// CHECK: } else {
+// The whole steps first, unmasked: with several query tokens packed in
+// the tile, those that every packed token attends to.
 // The state: m and l of the lane's 2 heads, 4 accumulators x 8 m16 blocks.
 // CHECK: scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
 // One block-table entry, then every load of the step: 8 key chunks of 16
@@ -74,13 +68,14 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // P . V: one mma per m16 block of dims.
 // CHECK-COUNT-8: nvvm.mma.sync
 // CHECK: scf.yield
-// The partial steps (the window's first, the range's last) run in a second
-// loop of up to two trips, from [head ? 0 : 1] to [tail ? 2 : 1], masked:
-// scores outside the range are -inf and their values zeros.
-// CHECK: %[[FROM:.*]] = arith.select %{{.*}}, %c0{{.*}}, %c1{{.*}} : index
-// CHECK: %[[TO:.*]] = arith.select %{{.*}}, %c2{{.*}}, %c1{{.*}} : index
-// CHECK: scf.for %{{.*}} = %[[FROM]] to %[[TO]] step %{{.*}} iter_args(
-// CHECK: arith.cmpi uge
+// The partial steps (the window's first, the range's last and, with packed
+// query tokens, those only some of them attend: at most two before the
+// whole steps and two after) go on with the warps' turns in a second loop
+// over k (i32), masked: each slot's scores outside its own range (step-
+// relative i32 offsets, built before the loop) are -inf, values outside
+// the program's range zeros.
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4_i32{{.*}} iter_args(
+// CHECK: arith.cmpi ult, %{{.*}}, %{{.*}} : i32
 // CHECK: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
 // CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : vector<4xi1>, vector<4xf16>
 // CHECK: gpu.barrier
@@ -177,14 +172,14 @@ func.func @f32_cache(%q: memref<?x8x64xf32>, %kc: memref<?x1x16x16x4xf32>,
 // CHECK: %[[USE:.*]] = arith.cmpi ne, %[[HAS]], %{{.*}} : i32
 // CHECK-NEXT: %[[SLOPE:.*]] = scf.if %[[USE]] -> (f32) {
 // CHECK-NEXT: memref.load %[[A]][%{{.*}}] : memref<1099511627776xf32>
-// The first loop runs every step masked (packed query tokens): each of the
-// lane's slots (two here) gets its position offset, slope x (seq_len - its
-// context), added after the bias.
-// CHECK: nvvm.mma.sync
+// Each of the lane's slots (two here) gets its position offset, slope x
+// (seq_len - its context: 0 with one token per program, else that of its
+// packed token), once before the steps; every step adds it after the bias.
 // CHECK: %[[DELTA:.*]] = arith.sitofp %{{.*}} : i32 to f32
 // CHECK-NEXT: %[[OFS:.*]] = arith.mulf %[[SLOPE]], %[[DELTA]] : f32
 // CHECK: arith.sitofp
 // CHECK-NEXT: arith.mulf
+// CHECK: nvvm.mma.sync
 // CHECK: %[[POS:.*]] = arith.sitofp %{{.*}} : i32 to f32
 // CHECK: %[[CAPPED:.*]]:4 = scf.if %[[CAPON]] -> (f32, f32, f32, f32) {
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"

@@ -76,8 +76,10 @@
 
 // The tensor-core tile packs max(8 / group, 1) tokens of a sequence (group
 // 4: two tokens' heads in the 8-row tile): the grid launches
-// ceil(max_query_len / 2) packs, the kernel derives the same count, and a
-// packed program runs every step masked against each slot's own range.
+// ceil(max_query_len / 2) packs, the kernel derives the same count. A
+// packed program runs unmasked the whole steps every packed token attends
+// to (from the last token's window start to the first token's context),
+// then masked the rest, each slot against its own range (i32 offsets).
 // MMA-LABEL: func.func @spec
 // MMA: } else {
 // MMA: %[[PACKS:.*]] = arith.ceildivui %{{.*}}, %c2{{.*}} : index
@@ -95,13 +97,15 @@
 // MMA: %[[J0:.*]] = arith.muli %[[PK]], %[[P]] : index
 // MMA: %[[LIVE:.*]] = arith.cmpi slt, %[[J0]]
 // MMA: scf.if %[[LIVE]] {
-// MMA: scf.if %{{.*}} -> (f32, f32,
-// MMA: arith.subi
-// MMA: arith.ceildivui
+// MMA: %[[FIRSTCTX:.*]] = arith.maxsi
+// MMA: arith.minui %{{.*}}, %[[FIRSTCTX]] : index
 // MMA: scf.for
 // MMA: nvvm.mma.sync
+// MMA: scf.yield
+// MMA: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4_i32{{.*}} iter_args(
+// MMA: nvvm.mma.sync
+// MMA: arith.cmpi ult, %{{.*}}, %{{.*}} : i32
 // MMA: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
-// MMA: } else {
 func.func @spec(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
     %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
     %qsl: memref<?xi32>, %qlen: index, %max: index,
