@@ -492,11 +492,22 @@ SmallVector<Value> PartitionProgram::emitStepLoop(ImplicitLocOpBuilder &b,
   Value uFirst = arith::MinUIOp::create(b, stepsTo(innerStart, true), steps);
   Value uEnd = arith::MaxUIOp::create(b, stepsTo(innerEnd, false), uFirst);
 
-  // Only uFirst (as i32: a few steps) lives through the whole steps for
-  // the masked ones; the rest is recomputed after them, in i32.
+  // Masked step k of [0, edges): step k before the whole ones, uEnd +
+  // (k - uFirst) after; the warps' turns go on from the whole steps'. In
+  // i32 (a few steps, the warp count): they live through the whole steps.
+  // (Recomputing them after the whole steps instead, or loading a masked
+  // step's values before its softmax, made other tiles spill: ptxas at the
+  // caps; every variant of this loop is checked by the ptxas covering tests.)
   auto i32 = [&](Value v) -> Value {
     return arith::IndexCastOp::create(b, b.getI32Type(), v);
   };
+  Value edges = i32(
+      arith::SubIOp::create(b, arith::AddIOp::create(b, uFirst, steps), uEnd));
+  Value turn =
+      arith::RemUIOp::create(b, arith::SubIOp::create(b, uEnd, uFirst), warps);
+  Value kFirst = i32(arith::RemUIOp::create(
+      b, arith::SubIOp::create(b, arith::AddIOp::create(b, warp, warps), turn),
+      warps));
   Value heads = i32(uFirst);
 
   Value first = arith::AddIOp::create(b, uFirst, warp);
@@ -512,27 +523,12 @@ SmallVector<Value> PartitionProgram::emitStepLoop(ImplicitLocOpBuilder &b,
       });
   state = SmallVector<Value>(loop.getResults().take_front(carried));
 
-  // Masked step k of [0, edges): step k before the whole ones (k < heads),
-  // uEnd + (k - heads) after; the warps' turns go on from the whole steps'.
-  auto c32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, v, 32); };
   Value tailBase = i32(uEnd);
-  Value steps32 = arith::CeilDivUIOp::create(
-      b, arith::SubIOp::create(b, i32(partEnd), i32(stepBase)),
-      c32(plan.tokenStep));
-  Value edges = arith::SubIOp::create(
-      b, arith::AddIOp::create(b, heads, steps32), tailBase);
-  Value turn = arith::RemUIOp::create(
-      b, arith::SubIOp::create(b, tailBase, heads), c32(plan.warps));
-  Value kFirst = arith::RemUIOp::create(
-      b,
-      arith::SubIOp::create(
-          b, arith::AddIOp::create(b, i32(warp), c32(plan.warps)), turn),
-      c32(plan.warps));
   StepMask mask = packsTokens() ? StepMask::slots : StepMask::range;
   if (edgeSetup && mask == StepMask::slots)
     edgeSetup(b);
   auto masked = scf::ForOp::create(
-      b, kFirst, edges, c32(plan.warps), state,
+      b, kFirst, edges, arith::ConstantIntOp::create(b, plan.warps, 32), state,
       [&](OpBuilder &nested, Location loc, Value k, ValueRange iterArgs) {
         ImplicitLocOpBuilder nb(loc, nested);
         Value at = arith::IndexCastUIOp::create(
