@@ -119,7 +119,7 @@ std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
     << "cache_dtype " << type("cache_dtype") << "\n"
     << "tmp_dtype " << type("tmp_dtype") << "\n"
     << "head_size " << intOf(key, "head_size") << "\n"
-    << "block_size " << intOf(key, "block_size") << "\n"
+    << "block_size any\n" // a run-time kernel parameter
     << "heads_per_program " << intOf(key, "heads_per_program") << "\n"
     << "warps " << intOf(key, "warps") << "\n"
     << "token_step " << intOf(key, "token_step") << "\n";
@@ -143,10 +143,11 @@ std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
       m << " " << p.name;
     m << "\n";
   }
-  m << "grid partition num_partitions*query_slots "
-       "num_kv_heads*ceil(group_size/heads_per_program) num_seqs\n"
-    << "grid onepass query_slots "
-       "num_kv_heads*ceil(group_size/heads_per_program) num_seqs\n"
+  StringRef packs = cast<StringAttr>(key.get("query_packs")).getValue();
+  m << "grid partition num_partitions*" << packs
+    << " num_kv_heads*ceil(group_size/heads_per_program) num_seqs\n"
+    << "grid onepass " << packs
+    << " num_kv_heads*ceil(group_size/heads_per_program) num_seqs\n"
     << "grid reduce "
     << cast<StringAttr>(key.get("reduce_grid_x")).getValue()
     << " num_seqs\n";

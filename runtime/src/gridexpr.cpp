@@ -147,19 +147,16 @@ private:
       ++pos;
     std::string name = text.substr(start, pos - start);
     if (name == "ceil") {
-      if (!peek('('))
-        return fail("ceil must be followed by '('");
-      ++pos;
-      if (!parseSum())
+      if (!expect('(', "ceil must be followed by '('") || !parseSum() ||
+          !expect(')', "missing ')' after ceil("))
         return false;
-      if (!peek(')'))
-        return fail("missing ')' after ceil(");
-      ++pos;
       if (out.nodes.empty() || out.nodes.back().op != GridExpr::Op::Div)
         return fail("ceil() takes a division a/b");
       out.nodes.back().op = GridExpr::Op::CeilDiv;
       return true;
     }
+    if (name == "max")
+      return parseMax();
     int sym = gridSymOf(name);
     if (sym >= 0) {
       emit(GridExpr::Op::Sym, sym);
@@ -169,6 +166,24 @@ private:
     for (int i = 0; i < kNumGridSyms; ++i)
       known += std::string(i ? ", " : "") + gridSymName(GridSym(i));
     return fail("unknown name '" + name + "' (known: " + known + ")");
+  }
+
+  /// max(a,b), after the name.
+  bool parseMax() {
+    if (!expect('(', "max must be followed by '('") || !parseSum() ||
+        !expect(',', "max() takes two expressions: max(a,b)") ||
+        !parseSum() || !expect(')', "missing ')' after max("))
+      return false;
+    emit(GridExpr::Op::Max);
+    return true;
+  }
+
+  /// Consumes `c`, or fails with `why`.
+  bool expect(char c, const char *why) {
+    if (!peek(c))
+      return fail(why);
+    ++pos;
+    return true;
   }
 
   const std::string &text;
@@ -240,6 +255,9 @@ bool evalGridExpr(const GridExpr &expr, const GridEnv &env, int64_t &out) {
       if (b <= 0 || a < 0)
         return false;
       r = a / b + (a % b != 0);
+      break;
+    case GridExpr::Op::Max:
+      r = a > b ? a : b;
       break;
     default:
       return false;

@@ -162,7 +162,7 @@ const char *gridSymName(GridSym sym);
 /// names, + - * / (floor), ceil(a/b) and parentheses, no spaces. Stored in
 /// postfix order.
 struct GridExpr {
-  enum class Op : uint8_t { Const, Sym, Add, Sub, Mul, Div, CeilDiv };
+  enum class Op : uint8_t { Const, Sym, Add, Sub, Mul, Div, CeilDiv, Max };
   struct Node {
     Op op;
     int64_t value; // Const: the number; Sym: the GridSym.
@@ -215,6 +215,8 @@ struct BundleDesc {
   ElemType cacheDtype = kElemF16; // dtype, or an fp8 type
   pa_dtype tmpDtype = PA_F32;
   int headSize = 0;
+  /// kAnyBlockSize ("block_size any"): the kernels take block_size at run
+  /// time and serve every supported block size; else the one they serve.
   int blockSize = 0;
   int headsPerProgram = 0;
   int warps = 0;
@@ -283,6 +285,19 @@ bool parseChip(const std::string &text, int &version, bool &archSpecific);
 /// PA_ERROR_BUNDLE saying which chip the bundle needs.
 pa_status checkChip(const BundleDesc &desc, const DeviceInfo &device);
 
+/// Block sizes a call may use: powers of two in this range (checks.cpp;
+/// mirrors include/PagedAttn/Dialect/PagedAttn/IR/Limits.h).
+inline constexpr int kMinBlockSize = 8;
+inline constexpr int kMaxBlockSize = 128;
+
+/// BundleDesc::blockSize of a bundle serving any block size.
+inline constexpr int kAnyBlockSize = 0;
+
+/// Whether `d` serves calls of block size `blockSize`.
+inline bool servesBlockSize(const BundleDesc &d, int blockSize) {
+  return d.blockSize == kAnyBlockSize || d.blockSize == blockSize;
+}
+
 /// What a call asks of a variant.
 struct VariantKey {
   pa_dtype dtype;
@@ -318,9 +333,10 @@ public:
   void add(const std::vector<BundleDesc> &descs, size_t i);
   /// Indexes `descs` anew (after bundles were unloaded).
   void rebuild(const std::vector<BundleDesc> &descs);
-  /// The bundles matching `key` exactly, in load order (empty: none).
+  /// The bundles matching `key`'s types and head size, in load order
+  /// (empty: none); the caller checks the block size (servesBlockSize).
   const std::vector<int> &find(const VariantKey &key) const;
-  /// The bundles of `d`'s exact key, in load order.
+  /// The bundles of `d`'s types and head size, in load order.
   const std::vector<int> &sameKey(const BundleDesc &d) const;
   /// The bundle named `name`, or -1.
   int byName(const std::string &name) const;

@@ -464,6 +464,10 @@ pa_status ManifestParser::parseScalar(int line, Scalar which,
   default:
     break;
   }
+  if (which == kBlockSize && value == "any") {
+    out.blockSize = kAnyBlockSize; // a run-time kernel parameter
+    return okStatus();
+  }
   int *field = which == kHeadSize          ? &out.headSize
                : which == kBlockSize       ? &out.blockSize
                : which == kHeadsPerProgram ? &out.headsPerProgram
@@ -473,8 +477,9 @@ pa_status ManifestParser::parseScalar(int line, Scalar which,
   if (!parseInt(value, 1, hi, *field))
     return error(line,
                  "bad number '%s' for %s (expected an integer in "
-                 "1..%lld)",
-                 value.c_str(), key, static_cast<long long>(hi));
+                 "1..%lld%s)",
+                 value.c_str(), key, static_cast<long long>(hi),
+                 which == kBlockSize ? " or 'any'" : "");
   return okStatus();
 }
 

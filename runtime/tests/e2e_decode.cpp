@@ -2,7 +2,7 @@
 //
 // Loads a kernel library (pa-opt's bundles) through the runtime and checks
 // pa_decode_v2 against a float64 CPU reference over a randomized matrix:
-// dtypes f16/bf16/f32, head sizes 64..256, block sizes 8/16/32, MHA, GQA
+// dtypes f16/bf16/f32, head sizes 64..256, block sizes 8..128, MHA, GQA
 // groups 2..16 and MQA, ragged lengths (1, non-multiples of the block), long
 // contexts (--long), shuffled block tables, adaptive and fixed-grid modes.
 // A covering subset is sampled (every value of every dimension appears), plus
@@ -324,7 +324,10 @@ struct HostTensor {
 
 const pa_dtype kDtypes[] = {PA_F16, PA_BF16, PA_F32};
 const int kHeadSizes[] = {64, 80, 96, 112, 128, 192, 256};
-const int kBlockSizes[] = {8, 16, 32};
+/// Every block size a call may use: each bundle serves them all (the
+/// kernels take block_size at run time).
+const int kBlockSizes[] = {8, 16, 32, 64, 128};
+constexpr int kNumBlockSizes = sizeof(kBlockSizes) / sizeof(kBlockSizes[0]);
 struct HeadShape {
   const char *label;
   int numHeads, numKvHeads;
@@ -408,12 +411,13 @@ const char *const kPoisonNames[] = {"", " poison-entries", " poison-seq_len",
 /// strides coprime to their lengths.
 std::vector<Case> coveringCases(bool quick, bool withLong, uint64_t seed) {
   std::vector<Case> cases;
-  int n = quick ? 21 : 63;
+  int n = quick ? 21 : 21 * kNumBlockSizes;
   for (int i = 0; i < n; ++i) {
     Case c;
     c.dtype = kDtypes[i % 3];
     c.headSize = kHeadSizes[(i / 3) % 7];
-    c.blockSize = kBlockSizes[quick ? (i + i / 3) % 3 : (i / 21) % 3];
+    c.blockSize = kBlockSizes[quick ? (i + i / 3) % kNumBlockSizes
+                                    : (i / 21) % kNumBlockSizes];
     c.shape = (i * 5 + 1) % kNumShapes;
     c.fixedGrid = (i + i / 7) % 2 == 1;
     c.profile = i % 4 == 0 ? kShort : i % 4 == 2 ? kMedium : kRagged;
@@ -426,7 +430,7 @@ std::vector<Case> coveringCases(bool quick, bool withLong, uint64_t seed) {
       Case c;
       c.dtype = kDtypes[i % 3];
       c.headSize = kHeadSizes[(2 * i + 4) % 7];
-      c.blockSize = kBlockSizes[i % 3];
+      c.blockSize = kBlockSizes[i % kNumBlockSizes];
       c.shape = (3 * i + 5) % kNumShapes;
       c.fixedGrid = i >= 3;
       c.profile = kLong;

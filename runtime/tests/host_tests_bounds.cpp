@@ -1,10 +1,10 @@
 //===- host_tests_bounds.cpp - bad block tables: ABI and error word -------===//
 //
 // The kernels check every block-table entry against num_blocks and record
-// the first bad one (or a bad seq_len) in the context's error word
-// (docs/runtime.md, "Bad block tables"). On the host: num_blocks and the
-// context's error word are marshalled where a bundle takes them (and the
-// reducer gets max_blocks_per_seq); pa_context_last_error reads the word
+// a bad one (or a bad seq_len) in the context's error word (docs/runtime.md,
+// "Bad block tables"). On the host: num_blocks and the context's error word
+// are marshalled where a bundle takes them (and the reducer gets
+// block_tables and max_blocks_per_seq); pa_context_last_error reads the word
 // through the driver, clears it only when set, reports it with its message,
 // and is a no-op on a host-only context. A fake driver stands in for the GPU.
 //
@@ -98,8 +98,9 @@ struct FakeErrorContext {
 } // namespace
 
 void boundsTests() {
-  // num_blocks and the error word end the partition and one-pass kernels'
-  // parameters; the reducer takes max_blocks_per_seq after tmp_output.
+  // num_blocks ends the partition kernel's parameters, num_blocks and the
+  // error word the one-pass and reduce kernels' (they record); the reducer
+  // also takes block_tables and max_blocks_per_seq.
   run("bounds_marshal", [] {
     BundleDesc d = descFor(boundsSpec());
     pa_decode_args a = validArgs();
@@ -108,17 +109,19 @@ void boundsTests() {
     CHECK_OK(planDecode(kH200, {d}, a, true, plan));
     KernelArgs k;
     const CUdeviceptr errorWord = 0xE000;
-    for (Role role : {Role::Partition, Role::OnePass}) {
+    marshalParams(d.kernel(Role::Partition), a, plan, k, errorWord);
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[k.count - 1]), 12345);
+    for (Role role : {Role::OnePass, Role::Reduce}) {
       marshalParams(d.kernel(role), a, plan, k, errorWord);
       CHECK(k.count >= 2);
       CHECK_EQ(*static_cast<int32_t *>(k.pointers[k.count - 2]), 12345);
       CHECK_EQ(k.values[k.count - 1].ptr, errorWord);
       CHECK(k.pointers[k.count - 1] == &k.values[k.count - 1]);
     }
-    marshalParams(d.kernel(Role::Reduce), a, plan, k, errorWord);
-    CHECK_EQ(k.values[4].ptr, a.seq_lens);
-    CHECK_EQ(*static_cast<int32_t *>(k.pointers[5]), a.max_blocks_per_seq);
-    CHECK_EQ(*static_cast<int32_t *>(k.pointers[6]), a.num_heads);
+    CHECK_EQ(k.values[0].ptr, a.block_tables);
+    CHECK_EQ(k.values[5].ptr, a.seq_lens);
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[6]), a.max_blocks_per_seq);
+    CHECK_EQ(*static_cast<int32_t *>(k.pointers[7]), a.num_heads);
     // The names parse, and the error word is a pointer (8 bytes).
     CHECK_EQ(std::string(paramName(ParamId::ErrorWord)), "error_word");
     CHECK_EQ(std::string(paramName(ParamId::NumBlocks)), "num_blocks");

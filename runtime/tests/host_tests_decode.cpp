@@ -38,6 +38,28 @@ void argumentTests() {
                  PA_ERROR_INVALID_ARGUMENT, "plan is null");
   });
 
+  run("args_every_block_size_plans_on_one_bundle", [] {
+    // One block-agnostic bundle serves calls of blocks 8 to 128; the
+    // argument checks refuse the others before any variant is chosen.
+    Spec any;
+    any.block = 0;
+    HostContext h(kH200, {any});
+    for (int block : {8, 16, 32, 64, 128}) {
+      pa_decode_args a = validArgs();
+      a.block_size = block;
+      a.max_blocks_per_seq = 4096 / block;
+      a.num_blocks = 4 * a.max_blocks_per_seq;
+      pa_plan plan;
+      CHECK_OK(pa_plan_decode_v2(h.ctx, &a, &plan));
+    }
+    pa_decode_args a = validArgs();
+    a.block_size = 24;
+    pa_plan plan;
+    CHECK_STATUS(pa_plan_decode_v2(h.ctx, &a, &plan),
+                 PA_ERROR_INVALID_ARGUMENT,
+                 "block_size (24) must be a power of two in [8, 128]");
+  });
+
   run("args_valid_call_reaches_launch", [] {
     // Every check passes; the host-only context then refuses to launch.
     HostContext h(kH200);
@@ -75,6 +97,17 @@ void argumentTests() {
        PA_ERROR_INVALID_ARGUMENT, "head_size (0) must be positive"},
       {"args_block_size_zero", [](pa_decode_args &a) { a.block_size = 0; },
        PA_ERROR_INVALID_ARGUMENT, "block_size (0) must be positive"},
+      {"args_block_size_below_8", [](pa_decode_args &a) { a.block_size = 4; },
+       PA_ERROR_INVALID_ARGUMENT,
+       "block_size (4) must be a power of two in [8, 128]"},
+      {"args_block_size_not_power_of_two",
+       [](pa_decode_args &a) { a.block_size = 48; },
+       PA_ERROR_INVALID_ARGUMENT,
+       "block_size (48) must be a power of two in [8, 128]"},
+      {"args_block_size_above_128",
+       [](pa_decode_args &a) { a.block_size = 256; },
+       PA_ERROR_INVALID_ARGUMENT,
+       "block_size (256) must be a power of two in [8, 128]"},
       {"args_num_blocks_zero", [](pa_decode_args &a) { a.num_blocks = 0; },
        PA_ERROR_INVALID_ARGUMENT, "num_blocks (0) must be positive"},
       {"args_max_blocks_per_seq_zero",

@@ -223,6 +223,10 @@ void manifestTests() {
        "bad number '12x' for head_size", true},
       {"manifest_error_negative_number", "block_size", "block_size -16",
        "bad number '-16' for block_size", true},
+      {"manifest_error_block_size_word", "block_size", "block_size all",
+       "bad number 'all' for block_size (expected an integer in 1..65536 or "
+       "'any')",
+       true},
       {"manifest_error_zero_number", "heads_per_program", "heads_per_program 0",
        "bad number '0' for heads_per_program", true},
       {"manifest_error_bad_threads", "kernel partition",
@@ -349,6 +353,9 @@ void gridExprTests() {
                  {"7/2", 3},
                  {"ceil((num_heads/heads_per_program))", 12},
                  {"ceil(num_heads/ceil(4/ceil(num_partitions/8)))", 24},
+                 {"max(1,heads_per_program/group_size)", 1},
+                 {"max(16/group_size,1)", 2},
+                 {"num_partitions*ceil(5/max(1,8/group_size))", 100},
                  {"1", 1}};
     for (const auto &c : cases) {
       GridExpr e;
@@ -373,7 +380,10 @@ void gridExprTests() {
                  {"num_heads+", "expression ends early"},
                  {"num_heads)", "unexpected ')' at column 10"},
                  {"2^3", "unexpected '^' at column 2"},
-                 {"99999999999", "number too large"}};
+                 {"99999999999", "number too large"},
+                 {"max(1)", "max() takes two expressions"},
+                 {"max 1", "max must be followed by '('"},
+                 {"max(1,2", "missing ')' after max("}};
     for (const auto &c : cases) {
       GridExpr e;
       std::string why;
@@ -400,6 +410,48 @@ void gridExprTests() {
 //===----------------------------------------------------------------------===//
 
 void variantTests() {
+  run("manifest_block_size_any", [] {
+    Spec s;
+    s.block = 0; // "block_size any"
+    BundleDesc d;
+    CHECK_OK(parseManifest(join(manifestLines(s)), "a.manifest", d));
+    CHECK_EQ(d.blockSize, kAnyBlockSize);
+    CHECK(servesBlockSize(d, 8) && servesBlockSize(d, 128));
+    s.block = 16;
+    CHECK_OK(parseManifest(join(manifestLines(s)), "a.manifest", d));
+    CHECK(servesBlockSize(d, 16) && !servesBlockSize(d, 8));
+  });
+
+  run("variant_any_block_size", [] {
+    // A block-agnostic bundle (the compiler's: block_size is a kernel
+    // parameter) serves keys of every block size, a fixed one only its own;
+    // through the index as through the plain scan.
+    std::vector<BundleDesc> descs;
+    Spec s;
+    s.name = "f16_b16";
+    descs.push_back(descFor(s)); // 0: f16 d128, block 16 only
+    s.name = "f16_any";
+    s.block = 0;
+    descs.push_back(descFor(s)); // 1: f16 d128, any block
+    s.name = "bf16_any";
+    s.dtype = "bf16";
+    descs.push_back(descFor(s)); // 2: bf16 d128, any block
+    VariantIndex index;
+    index.rebuild(descs);
+    for (int block : {8, 16, 32, 64, 128}) {
+      VariantKey f16{PA_F16, PA_F32, 128, block, 4};
+      VariantKey bf16{PA_BF16, PA_F32, 128, block, 4};
+      // Ties go to the first loaded: the fixed bundle for block 16.
+      int f16Want = block == 16 ? 0 : 1;
+      CHECK_EQ(selectVariant(descs, kH200, f16), f16Want);
+      CHECK_EQ(selectVariant(descs, index, kH200, f16), f16Want);
+      CHECK_EQ(selectVariant(descs, kH200, bf16), 2);
+      CHECK_EQ(selectVariant(descs, index, kH200, bf16), 2);
+    }
+    CHECK_EQ(selectVariant(descs, index, kH200, {PA_F16, PA_F32, 64, 8, 4}),
+             -1);
+  });
+
   run("chip_parse", [] {
     int v;
     bool a;

@@ -94,6 +94,11 @@ def ConvertPagedAttnToGPU : Pass<"convert-paged-attn-to-gpu", "ModuleOp"> {
            "Host side: launch (gpu.launch_func of the kernels) or runtime "
            "(a call of the runtime's pa_host_decode_v2 on the function's "
            "context, stream and status arguments)">,
+    Option<"printPlans", "print-plans", "bool", /*default=*/"false",
+           "Plan every decode_v2 and report each plan as a remark (its "
+           "variant name, kernel kind and warps) instead of lowering: the "
+           "kernel library's list checks its names against the compiler's "
+           "rule this way (kernels/check_variants.py)">,
   ];
   let dependentDialects = [
     "arith::ArithDialect", "func::FuncDialect", "gpu::GPUDialect",

@@ -17,7 +17,9 @@
 //   }
 //
 // slots = max_query_len with query_start_loc (several query tokens per
-// sequence), else 1.
+// sequence), else 1; the tensor-core kernels, whose tile packs P =
+// max(heads_per_program / group, 1) tokens' heads, launch ceil(slots / P)
+// packs per partition instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,8 +68,6 @@ gpu::GPUModuleOp getOrCreateVariantModule(RewriterBase &rewriter,
                    b.getNamedAttr("tmp_dtype", TypeAttr::get(plan.tmpType)),
                    b.getNamedAttr("head_size",
                                   b.getI64IntegerAttr(plan.headSize)),
-                   b.getNamedAttr("block_size",
-                                  b.getI64IntegerAttr(plan.blockSize)),
                    b.getNamedAttr("heads_per_program",
                                   b.getI64IntegerAttr(plan.headsPerProgram)),
                    b.getNamedAttr("warps", b.getI64IntegerAttr(plan.warps)),
@@ -78,6 +78,8 @@ gpu::GPUModuleOp getOrCreateVariantModule(RewriterBase &rewriter,
                                   b.getI64IntegerAttr(4 * plan.sharedFloats())),
                    b.getNamedAttr("reduce_grid_x",
                                   b.getStringAttr(reduceGridX())),
+                   b.getNamedAttr("query_packs",
+                                  b.getStringAttr(queryPacks(plan.packsTokens()))),
                    b.getNamedAttr("reduce_threads",
                                   b.getI64IntegerAttr(kReduceWarps * 32)),
                    b.getNamedAttr("reduce_shared_bytes",
@@ -106,6 +108,17 @@ Value flatten(OpBuilder &b, Location loc, Value memref) {
                                            /*offset=*/0,
                                            /*sizes=*/{kFlatExtent},
                                            /*strides=*/{1});
+}
+
+/// The caches' block size as i32: the static dim, or memref.dim of the key
+/// cache's (the kernels take it at run time).
+Value blockSizeI32(OpBuilder &b, DecodeV2Op op) {
+  Location loc = op.getLoc();
+  auto type = cast<MemRefType>(op.getKeyCache().getType());
+  if (!type.isDynamicDim(3))
+    return arith::ConstantIntOp::create(b, loc, type.getDimSize(3), 32);
+  Value dim = memref::DimOp::create(b, loc, op.getKeyCache(), 3);
+  return arith::IndexCastOp::create(b, loc, b.getI32Type(), dim);
 }
 
 /// Launch-time sizes kernelArgValues cannot read off the op's types.
@@ -149,6 +162,7 @@ llvm::StringMap<Value> kernelArgValues(RewriterBase &rewriter, DecodeV2Op op,
   int64_t heads = op.getNumHeads(), kvHeads = op.getNumKvHeads();
   values["scale"] = arith::ConstantOp::create(rewriter, loc, op.getScaleAttr());
   values["max_blocks_per_seq"] = sizes.maxBlocksPerSeq;
+  values["block_size"] = blockSizeI32(rewriter, op);
   values["num_heads"] = i32(heads);
   values["max_num_partitions"] = sizes.maxNumPartitions;
   values["partition_tokens"] = i32(op.getPartitionSize());
@@ -175,6 +189,20 @@ llvm::StringMap<Value> kernelArgValues(RewriterBase &rewriter, DecodeV2Op op,
   values["num_blocks"] = sizes.numBlocks;
   values["error_word"] = sizes.errorWord;
   return values;
+}
+
+/// `v` programs per query row times the row's packs of `perProgram` query
+/// tokens: ceil(max_query_len / perProgram); `v` itself without
+/// max_query_len (one token per sequence).
+Value timesQueryPacks(OpBuilder &b, Location loc, Value v, Value maxQueryLen,
+                      int64_t perProgram) {
+  if (!maxQueryLen)
+    return v;
+  Value packs = maxQueryLen;
+  if (perProgram != 1)
+    packs = arith::CeilDivUIOp::create(
+        b, loc, maxQueryLen, arith::ConstantIndexOp::create(b, loc, perProgram));
+  return arith::MulIOp::create(b, loc, v, packs);
 }
 
 /// Why `op` cannot be lowered, or success. Shared by the pattern and the
@@ -255,8 +283,17 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
     // max_query_len, or 1 with one token per sequence (KernelIdioms.h,
     // QueryRow).
     Value maxQueryLen = op.getMaxQueryLen();
-    auto timesSlots = [&](OpBuilder &b, Value v) -> Value {
-      return maxQueryLen ? arith::MulIOp::create(b, loc, v, maxQueryLen) : v;
+    // The partition kernels' packs of query tokens (queryPacks): the
+    // tensor-core tile serves max(heads_per_program / group, 1) tokens.
+    int64_t tokensPerProgram =
+        plan->packsTokens()
+            ? std::max<int64_t>(1, plan->headsPerProgram / group)
+            : 1;
+    auto timesSlots = [&](OpBuilder &b, Value v) {
+      return timesQueryPacks(b, loc, v, maxQueryLen, 1);
+    };
+    auto timesPacks = [&](OpBuilder &b, Value v) {
+      return timesQueryPacks(b, loc, v, maxQueryLen, tokensPerProgram);
     };
     Value maxBlocks = dim(op.getBlockTables(), 1);
     Value maxParts = dim(op.getExpSums(), 2);
@@ -308,7 +345,7 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
     auto launchPartition = [&](OpBuilder &b, KernelRole role, Value gridX) {
       gpu::LaunchFuncOp::create(
           b, loc, kernel(std::string("_") + roleName(role)),
-          gpu::KernelDim3{timesSlots(b, gridX), idx(kvHeads * tiles), seqs},
+          gpu::KernelDim3{timesPacks(b, gridX), idx(kvHeads * tiles), seqs},
           block,
           /*dynamicSharedMemorySize=*/Value(), argsOf(role));
     };

@@ -58,6 +58,15 @@ private:
 gpu::GPUFuncOp buildPartitionKernel(OpBuilder &moduleBuilder, Location loc,
                                     const KernelPlan &plan, bool onePass);
 
+/// The partition grid's programs per (partition, KV tile, sequence) as a
+/// manifest formula: the query slots, or, where the tile packs several
+/// query tokens' heads (PartitionProgram::packsTokens), the packs of
+/// max(heads_per_program / group_size, 1) tokens.
+inline std::string queryPacks(bool packsTokens) {
+  return packsTokens ? "ceil(query_slots/max(1,heads_per_program/group_size))"
+                     : "query_slots";
+}
+
 /// Warps of a reduce program.
 inline constexpr int64_t kReduceWarps = 4;
 /// Partitions one reduce warp merges per step: a program serves

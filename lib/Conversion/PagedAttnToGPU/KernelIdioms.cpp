@@ -8,6 +8,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cfloat>
@@ -50,18 +51,22 @@ Value mlir::paged_attn::slidingWindowStart(ImplicitLocOpBuilder &b,
 QueryRow mlir::paged_attn::queryRowOf(ImplicitLocOpBuilder &b, Value gridX,
                                       Value seq, Value seqLens,
                                       Value queryStartLoc, Value maxQueryLen,
-                                      Value capacity) {
+                                      Value perProgram, Value capacity) {
+  QueryRow r;
   // seq_lens[seq] first: its load is in flight with query_start_loc's.
-  Value rawLen = memref::LoadOp::create(b, seqLens, ValueRange{seq});
-  Value len = toIndex(b, rawLen);
-  Value lenBad;
+  r.rawLen = memref::LoadOp::create(b, seqLens, ValueRange{seq});
+  r.len = toIndex(b, r.rawLen);
   if (capacity) {
     // Negative lengths are huge unsigned: one compare covers both bounds.
-    lenBad = arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, len, capacity);
-    len = arith::SelectOp::create(b, lenBad, cIdx(b, 0), len);
+    r.lenBad =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, r.len, capacity);
+    r.len = arith::SelectOp::create(b, r.lenBad, cIdx(b, 0), r.len);
   }
   Value slots = arith::MaxUIOp::create(b, toIndex(b, maxQueryLen), cIdx(b, 1));
-  Value j = arith::RemUIOp::create(b, gridX, slots);
+  std::optional<int64_t> one = getConstantIntValue(perProgram);
+  Value packs = one && *one == 1
+                    ? slots
+                    : arith::CeilDivUIOp::create(b, slots, perProgram).getResult();
   Value multi = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, maxQueryLen,
                                       arith::ConstantIntOp::create(b, 0, 32));
   // The sequence's first row and token count: from query_start_loc, or
@@ -82,19 +87,117 @@ QueryRow mlir::paged_attn::queryRowOf(ImplicitLocOpBuilder &b, Value gridX,
     b.setInsertionPointToStart(ifOp.elseBlock());
     scf::YieldOp::create(b, ValueRange{seq, cIdx(b, 1)});
   }
-  Value start = ifOp.getResult(0), qLen = ifOp.getResult(1);
-  QueryRow r;
-  r.unit = arith::DivUIOp::create(b, gridX, slots);
-  r.row = arith::AddIOp::create(b, start, j);
-  r.live = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, j, qLen);
+  r.start = ifOp.getResult(0), r.qLen = ifOp.getResult(1);
+  r.j0 = arith::RemUIOp::create(b, gridX, packs);
+  if (!one || *one != 1)
+    r.j0 = arith::MulIOp::create(b, r.j0, perProgram);
+  r.unit = arith::DivUIOp::create(b, gridX, packs);
+  r.row = arith::AddIOp::create(b, r.start, r.j0);
+  r.live = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, r.j0, r.qLen);
+  // The program's last token: min(j0 + P, q_len) - 1.
+  Value last = arith::SubIOp::create(
+      b,
+      arith::MinSIOp::create(b, arith::AddIOp::create(b, r.j0, perProgram),
+                             r.qLen),
+      cIdx(b, 1));
+  r.seqLen = tokenContext(b, r, last);
+  return r;
+}
+
+Value mlir::paged_attn::tokenContext(ImplicitLocOpBuilder &b,
+                                     const QueryRow &q, Value j) {
   // Token j stands at p = seq_len - q_len + j and attends to 0..p.
   Value attended = arith::AddIOp::create(
-      b, arith::SubIOp::create(b, len, qLen),
+      b, arith::SubIOp::create(b, q.len, q.qLen),
       arith::AddIOp::create(b, j, cIdx(b, 1)));
-  r.seqLen = arith::MaxSIOp::create(b, attended, cIdx(b, 0));
-  r.rawLen = rawLen;
-  r.lenBad = lenBad;
-  return r;
+  return arith::MaxSIOp::create(b, attended, cIdx(b, 0));
+}
+
+void mlir::paged_attn::recordBadInput(ImplicitLocOpBuilder &b, Value errorWord,
+                                      Value seq, Value index, Value value) {
+  Type i32 = b.getI32Type();
+  Value old = memref::AtomicRMWOp::create(
+      b, arith::AtomicRMWKind::addi, arith::ConstantIntOp::create(b, 1, 32),
+      errorWord, ValueRange{cIdx(b, 0)});
+  auto ifOp = scf::IfOp::create(
+      b,
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, old,
+                            arith::ConstantIntOp::create(b, 0, 32)),
+      /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  memref::StoreOp::create(b, arith::IndexCastOp::create(b, i32, seq), errorWord,
+                          ValueRange{cIdx(b, 1)});
+  memref::StoreOp::create(b, index, errorWord, ValueRange{cIdx(b, 2)});
+  memref::StoreOp::create(b, value, errorWord, ValueRange{cIdx(b, 3)});
+}
+
+void mlir::paged_attn::recordLastBadEntry(ImplicitLocOpBuilder &b,
+                                           Value blockTables, Value tableRow,
+                                           Value numBlocks, Value shift,
+                                           Value start, Value end,
+                                           Value errorWord, Value seq) {
+  // Downwards from the range's last block, stopping at the first bad one;
+  // block numbers in i32 (a row has fewer than 2^31 blocks). `n` is one
+  // past the block to look at next.
+  Type i32 = b.getI32Type();
+  auto toI32 = [&](Value v) -> Value {
+    return arith::IndexCastOp::create(b, i32, v);
+  };
+  Value from = toI32(arith::ShRUIOp::create(b, start, shift));
+  Value n0 = arith::SelectOp::create(
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, end, start),
+      arith::AddIOp::create(
+          b,
+          toI32(arith::ShRUIOp::create(
+              b, arith::SubIOp::create(b, end, cIdx(b, 1)), shift)),
+          arith::ConstantIntOp::create(b, 1, 32)),
+      from);
+  auto entryOf = [&](ImplicitLocOpBuilder &eb, Value n) -> Value {
+    Value logical = arith::SubIOp::create(
+        eb, n, arith::ConstantIntOp::create(eb, 1, 32));
+    return memref::LoadOp::create(
+        eb, blockTables,
+        ValueRange{arith::AddIOp::create(
+            eb, tableRow,
+            arith::IndexCastUIOp::create(eb, eb.getIndexType(), logical))});
+  };
+  auto scan = scf::WhileOp::create(
+      b, TypeRange{i32}, ValueRange{n0},
+      [&](OpBuilder &nested, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder nb(loc, nested);
+        Value more = arith::CmpIOp::create(nb, arith::CmpIPredicate::ugt,
+                                           args[0], from);
+        auto good = scf::IfOp::create(nb, TypeRange{nb.getI1Type()}, more,
+                                      /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard guard(nb);
+        nb.setInsertionPointToStart(good.thenBlock());
+        scf::YieldOp::create(
+            nb, ValueRange{arith::CmpIOp::create(nb, arith::CmpIPredicate::ult,
+                                                 entryOf(nb, args[0]),
+                                                 numBlocks)});
+        nb.setInsertionPointToStart(good.elseBlock());
+        Value no = arith::ConstantIntOp::create(nb, 0, 1);
+        scf::YieldOp::create(nb, ValueRange{no});
+        nb.setInsertionPointAfter(good);
+        scf::ConditionOp::create(nb, good.getResult(0), args);
+      },
+      [&](OpBuilder &nested, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder nb(loc, nested);
+        scf::YieldOp::create(
+            nb, ValueRange{arith::SubIOp::create(
+                    nb, args[0], arith::ConstantIntOp::create(nb, 1, 32))});
+      });
+  Value n = scan.getResult(0);
+  auto found = scf::IfOp::create(
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, n, from),
+      /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(found.thenBlock());
+  Value entry = entryOf(b, n);
+  Value logical =
+      arith::SubIOp::create(b, n, arith::ConstantIntOp::create(b, 1, 32));
+  recordBadInput(b, errorWord, seq, logical, entry);
 }
 
 Value mlir::paged_attn::fp8PairToF16(ImplicitLocOpBuilder &b, Value bytes,

@@ -22,29 +22,54 @@ Value toIndex(ImplicitLocOpBuilder &b, Value i32);
 /// the i32 kernel parameter `window` (0: no window, the result is 0).
 Value slidingWindowStart(ImplicitLocOpBuilder &b, Value seqLen, Value window);
 
-/// Where a program's query row lies (docs/features.md, "Several query
-/// tokens"). The grid's x coordinate `gridX` carries the query token `j`
-/// of the program's sequence `seq` as its fastest part: gridX = unit *
-/// slots + j, slots = max(max_query_len, 1), so the programs of one
-/// sequence's tokens are neighbours and share their K/V reads in L2.
+/// Where a program's query rows lie (docs/features.md, "Several query
+/// tokens"). A program serves `perProgram` (P) consecutive query tokens of
+/// its sequence `seq`, from token j0: one everywhere but in the tensor-core
+/// tiles that pack a GQA group's heads of several tokens. The grid's x
+/// coordinate carries the program's pack of tokens as its fastest part:
+/// gridX = unit * packs + j0 / P, packs = ceil(max(max_query_len, 1) / P),
+/// so the programs of one sequence's tokens are neighbours and share their
+/// K/V reads in L2.
 struct QueryRow {
-  Value unit;   // gridX / slots: the program's partition (or head block)
-  Value row;    // query, output and workspace row: query_start_loc[seq] + j
-                // (seq with one token per sequence)
-  Value seqLen; // context tokens the row attends to: seq_lens[seq] - q_len
-                // + j + 1, at least 0 (seq_lens[seq] with one token)
-  Value live;   // i1, j < q_len: the other programs have no row
+  Value unit;   // gridX / packs: the program's partition (or head block)
+  Value start;  // the sequence's first row: query_start_loc[seq] (or seq)
+  Value qLen;   // its query tokens: q_len (or 1)
+  Value j0;     // the program's first token
+  Value len;    // seq_lens[seq]
+  Value row;    // the first token's query, output and workspace row
+  Value seqLen; // context tokens the program's last token attends to
+  Value live;   // i1, j0 < q_len: the other programs have no row
   // With a capacity: seq_lens[seq] as loaded (i32), and whether it is bad
-  // (negative or above the capacity; i1). A bad length counts as 0 tokens.
+  // (negative or above the capacity; i1). A bad length counts as 0 tokens
+  // (`len` is then 0).
   Value rawLen, lenBad;
 };
-/// The query row of the program at (`gridX`, `seq`), from the kernel
+/// The query rows of the program at (`gridX`, `seq`), from the kernel
 /// parameters seq_lens, query_start_loc and max_query_len (i32; 0: one
-/// token per sequence, query_start_loc not read). With `capacity` (index:
-/// max_blocks_per_seq * block_size), seq_lens[seq] is checked against it.
+/// token per sequence, query_start_loc not read) and `perProgram` (index).
+/// With `capacity` (index: max_blocks_per_seq * block_size), seq_lens[seq]
+/// is checked against it.
 QueryRow queryRowOf(ImplicitLocOpBuilder &b, Value gridX, Value seq,
                     Value seqLens, Value queryStartLoc, Value maxQueryLen,
-                    Value capacity = {});
+                    Value perProgram, Value capacity = {});
+/// Context tokens query token `j` of `q`'s sequence attends to:
+/// max(seq_lens[seq] - q_len + j + 1, 0).
+Value tokenContext(ImplicitLocOpBuilder &b, const QueryRow &q, Value j);
+
+/// Bad block tables (docs/runtime.md), cold paths of the kernels that
+/// normalize the softmax (one-pass, reduce). Counts a bad input in
+/// error_word[0] and, if it is the first, stores (seq, index, value) in
+/// error_word[1..4) (i32 values; index -1: seq_lens[seq]).
+void recordBadInput(ImplicitLocOpBuilder &b, Value errorWord, Value seq,
+                    Value index, Value value);
+/// Records the highest logical block of the tokens [start, end) (index;
+/// `shift` = log2(block_size)) whose entry in block_tables row `tableRow`
+/// (index) is outside [0, num_blocks); nothing when none is. Downwards: a
+/// range [s, end) with s <= start whose blocks from start on are attended
+/// records an attended bad entry whenever there is one.
+void recordLastBadEntry(ImplicitLocOpBuilder &b, Value blockTables,
+                         Value tableRow, Value numBlocks, Value shift,
+                         Value start, Value end, Value errorWord, Value seq);
 
 /// Loads `n` elements at `memref[offset]` as one vector with the alignment
 /// of its size (16 bytes for the cache and query chunks): one ld.global.v4.

@@ -80,7 +80,7 @@ private:
   void stageQuery(ImplicitLocOpBuilder &b);
   /// Workgroup index of query chunk `chunk` of tile slot `slot`.
   Value qIndex(ImplicitLocOpBuilder &b, Value slot, Value chunk);
-  MmaState emitStep(ImplicitLocOpBuilder &b, Value step, bool masked,
+  MmaState emitStep(ImplicitLocOpBuilder &b, Value step, StepMask mask,
                     MmaState state);
   void storeWarpState(ImplicitLocOpBuilder &b, MmaState state);
 
@@ -108,9 +108,27 @@ private:
   /// Chunk quads: k16-block pairs (fp8: quadruples) of the score product.
   int64_t quads() const { return llvm::divideCeil(plan.chunks, 4); }
 
+  /// Slot 2t + e of n8 block n, the lane's [2n + e].
+  Slot laneSlot(ImplicitLocOpBuilder &b, int64_t n, int64_t e);
+  /// With ALiBi: the slopes and biases of the lane's slots.
+  void planSlotAlibi(ImplicitLocOpBuilder &b);
+  /// The token range of each of the lane's slots within the partition: a
+  /// packed slot's query token attends to its own context (docs/features.md,
+  /// "Several query tokens"). Built before the masked steps, which alone
+  /// read it, so the whole steps keep no more live values.
+  void planSlotRanges(ImplicitLocOpBuilder &b);
+
   Value g, t;
-  /// ALiBi slope x log2(e) of the lane's head 2t + e of n8 block n: [2n + e].
-  SmallVector<Value> slopes;
+  /// ALiBi, per slot [2n + e]: slope x log2(e) of its head, and slope x
+  /// (seq_len - the slot's context), its position's offset from the
+  /// program's last token's (0 with one token per program).
+  SmallVector<Value> slopes, alibiBias;
+  /// Slot [2n + e]'s range as i32 offsets from stepBase: tokens lo + i for
+  /// i < width. 32 bits: the partition is far shorter than 2^31 tokens, and
+  /// 64-bit bounds made the d128/d192 tiles spill at their register caps.
+  SmallVector<Value> lo, width;
+  /// The program's range [rangeStart, partEnd), likewise.
+  Value rangeLo, rangeWidth;
 };
 
 } // namespace
@@ -144,26 +162,25 @@ SmallVector<Value> MmaPartitionBuilder::cacheWords(ImplicitLocOpBuilder &b,
 Value MmaPartitionBuilder::operand(ImplicitLocOpBuilder &b, Value word) {
   if (mmaType().isBF16())
     return word;
-  return LLVM::BitcastOp::create(b, VectorType::get({2}, b.getF16Type()),
-                                 word);
+  return LLVM::BitcastOp::create(b, VectorType::get({2}, b.getF16Type()), word);
 }
 
 Value MmaPartitionBuilder::packWord(ImplicitLocOpBuilder &b, Value lo,
                                     Value hi) {
   auto f32x2 = VectorType::get({2}, b.getF32Type());
   Value pair = vector::FromElementsOp::create(b, f32x2, ValueRange{lo, hi});
-  Value narrow = arith::TruncFOp::create(
-      b, VectorType::get({2}, mmaType()), pair);
+  Value narrow =
+      arith::TruncFOp::create(b, VectorType::get({2}, mmaType()), pair);
   return words(b, narrow).front();
 }
 
 void MmaPartitionBuilder::mma(ImplicitLocOpBuilder &b, ArrayRef<Value> a,
                               ArrayRef<Value> bOps, MutableArrayRef<Value> c) {
   Type f32 = b.getF32Type();
-  auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                     {f32, f32, f32, f32});
-  NVVM::MMATypes type = mmaType().isBF16() ? NVVM::MMATypes::bf16
-                                                : NVVM::MMATypes::f16;
+  auto resultType =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  NVVM::MMATypes type =
+      mmaType().isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
   SmallVector<Value> aOps, bVals;
   for (Value w : a)
     aOps.push_back(operand(b, w));
@@ -172,8 +189,7 @@ void MmaPartitionBuilder::mma(ImplicitLocOpBuilder &b, ArrayRef<Value> a,
   auto op = NVVM::MmaOp::create(
       b, resultType, aOps, bVals, SmallVector<Value>(c.begin(), c.end()),
       ArrayRef<int64_t>{16, 8, 16}, /*b1Op=*/std::nullopt,
-      /*intOverflow=*/std::nullopt,
-      std::array<NVVM::MMATypes, 2>{type, type},
+      /*intOverflow=*/std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
       std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                      NVVM::MMALayout::col});
   for (int64_t r = 0; r < 4; ++r)
@@ -201,7 +217,9 @@ Value MmaPartitionBuilder::qIndex(ImplicitLocOpBuilder &b, Value slot,
   // quarter warp's 16-byte loads fall in different banks.
   int64_t stride = 16 * quads() * ratio() + 16;
   return arith::AddIOp::create(
-      b, cIdx(b, scratchBase() + plan.scratchFloats() - plan.headsPerProgram * stride),
+      b,
+      cIdx(b, scratchBase() + plan.scratchFloats() -
+                  plan.headsPerProgram * stride),
       arith::AddIOp::create(b, arith::MulIOp::create(b, slot, cIdx(b, stride)),
                             arith::MulIOp::create(b, chunk, cIdx(b, 4))));
 }
@@ -217,96 +235,154 @@ void MmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
   for (int64_t i = 0; i < 2 * nBlocks() + 4 * nBlocks() * mBlocks(); ++i)
     state.values.push_back(cF32(b, 0.0f));
 
-  // ALiBi slopes of the lane's heads (2t + e of each n8 block), log2 domain.
-  slopes.clear();
-  for (int64_t n = 0; n < nBlocks() && plan.extLogits; ++n)
-    for (int64_t e = 0; e < 2; ++e) {
-      auto [head, valid] = headOfSlot(
-          b, arith::AddIOp::create(b, arith::MulIOp::create(b, t, cIdx(b, 2)),
-                                   cIdx(b, 8 * n + e)));
-      Value safe = arith::SelectOp::create(
-          b, valid, head,
-          arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
-      slopes.push_back(alibiSlopeLog2(b, safe));
-    }
-
+  if (plan.extLogits)
+    planSlotAlibi(b);
   state.values = emitStepLoop(
       b, state.values,
-      [&](ImplicitLocOpBuilder &nb, Value step, bool masked,
+      [&](ImplicitLocOpBuilder &nb, Value step, StepMask mask,
           SmallVector<Value> values) {
         MmaState in{nBlocks(), mBlocks(), std::move(values)};
-        return emitStep(nb, step, masked, in).values;
-      });
+        return emitStep(nb, step, mask, in).values;
+      },
+      /*prologue=*/nullptr,
+      [&](ImplicitLocOpBuilder &nb) { planSlotRanges(nb); });
 
   storeWarpState(b, state);
   emitEpilogue(b);
 }
 
+PartitionProgram::Slot MmaPartitionBuilder::laneSlot(ImplicitLocOpBuilder &b,
+                                                     int64_t n, int64_t e) {
+  return slotOf(
+      b, arith::AddIOp::create(b, arith::MulIOp::create(b, t, cIdx(b, 2)),
+                               cIdx(b, 8 * n + e)));
+}
+
+void MmaPartitionBuilder::planSlotAlibi(ImplicitLocOpBuilder &b) {
+  slopes.clear(), alibiBias.clear();
+  for (int64_t n = 0; n < nBlocks(); ++n)
+    for (int64_t e = 0; e < 2; ++e) {
+      Slot s = laneSlot(b, n, e);
+      Value safe = arith::SelectOp::create(
+          b, s.valid, s.head,
+          arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
+      slopes.push_back(alibiSlopeLog2(b, safe));
+      Value len = tokenContext(b, tokens, s.token);
+      Value delta = arith::SIToFPOp::create(
+          b, b.getF32Type(),
+          arith::IndexCastOp::create(b, b.getI32Type(),
+                                     arith::SubIOp::create(b, seqLen, len)));
+      alibiBias.push_back(arith::MulFOp::create(b, slopes.back(), delta));
+    }
+}
+
+void MmaPartitionBuilder::planSlotRanges(ImplicitLocOpBuilder &b) {
+  lo.clear(), width.clear();
+  auto rel = [&](Value tok) {
+    return arith::IndexCastOp::create(b, b.getI32Type(),
+                                      arith::SubIOp::create(b, tok, stepBase));
+  };
+  rangeLo = rel(rangeStart);
+  rangeWidth = arith::SubIOp::create(b, rel(partEnd), rangeLo);
+  for (int64_t n = 0; n < nBlocks(); ++n)
+    for (int64_t e = 0; e < 2; ++e) {
+      Value len = tokenContext(b, tokens, laneSlot(b, n, e).token);
+      Value first = rel(arith::MaxUIOp::create(
+          b, rangeStart, slidingWindowStart(b, len, slidingWindow)));
+      Value end = rel(arith::MinUIOp::create(b, partEnd, len));
+      // A slot whose context ends before its window or the partition
+      // starts gets width 0.
+      lo.push_back(first);
+      width.push_back(arith::SubIOp::create(
+          b, arith::MaxSIOp::create(b, end, first), first));
+    }
+}
+
 MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
-                                       bool masked, MmaState state) {
-  const int64_t bs = plan.blockSize, x = plan.keyPack;
+                                       StepMask mask, MmaState state) {
+  const int64_t x = plan.keyPack;
+  const bool masked = mask != StepMask::none;
+  const bool perSlot = mask == StepMask::slots;
   Value tok0 = stepToken(b, step);
-  Value tok0Ofs = arith::RemUIOp::create(b, tok0, cIdx(b, bs));
-  auto physOf = [&](Value logical) {
-    Value entry = checkedEntry(b, memref::LoadOp::create(
-        b, blockTables, ValueRange{arith::AddIOp::create(b, blockRow, logical)}));
+  // Whether each half's block-table entry is bad (checkedEntry).
+  Value halfBad[2];
+  auto physOf = [&](Value logical, int64_t half) {
+    CheckedEntry entry = checkedEntry(
+        b, memref::LoadOp::create(
+               b, blockTables,
+               ValueRange{arith::AddIOp::create(b, blockRow, logical)}));
+    halfBad[half] = entry.bad;
     return arith::AddIOp::create(
-        b, arith::MulIOp::create(b, toIndex(b, entry), blockStride),
+        b, arith::MulIOp::create(b, toIndex(b, entry.entry), blockStride),
         kvHeadOffset);
   };
-  // The step's 16 tokens lie in one block, or in two of 8.
-  Value logical0 = arith::DivUIOp::create(b, tok0, cIdx(b, bs));
-  Value base0 = physOf(logical0), base1 = base0;
-  if (bs < 16) {
-    Value logical1 = arith::AddIOp::create(b, logical0, cIdx(b, 1));
-    if (masked) // stay inside the sequence's blocks
-      logical1 = arith::MinUIOp::create(
-          b, logical1,
-          arith::DivUIOp::create(
-              b, arith::SubIOp::create(b, seqLen, cIdx(b, 1)), cIdx(b, bs)));
-    base1 = physOf(logical1);
-  }
+  // The step's 16 tokens are two halves of 8, each inside one block (block
+  // sizes are powers of two from 8): the halves' block-table entries, equal
+  // for blocks of 16 and more (the second load then hits L1).
+  Value tok1 = arith::AddIOp::create(b, tok0, cIdx(b, 8));
+  Value logical1 = blockOf(b, tok1);
+  if (masked) // stay inside the sequence's blocks
+    logical1 = arith::MinUIOp::create(
+        b, logical1, blockOf(b, arith::SubIOp::create(b, seqLen, cIdx(b, 1))));
+  Value halfBase[2] = {physOf(blockOf(b, tok0), 0), physOf(logical1, 1)};
+  Value halfSlot[2] = {blockSlotOf(b, tok0), blockSlotOf(b, tok1)};
   // Key rows g and g + 8: (block base, slot in the block).
   auto rowSlot = [&](int64_t r) -> std::pair<Value, Value> {
-    if (bs < 16) // row r + g of block 0 or 1
-      return {r < bs ? base0 : base1, arith::AddIOp::create(b, g, cIdx(b, r % bs))};
-    return {base0, arith::AddIOp::create(
-                       b, tok0Ofs, arith::AddIOp::create(b, g, cIdx(b, r)))};
+    return {halfBase[r / 8], arith::AddIOp::create(b, halfSlot[r / 8], g)};
   };
 
   // Every load of the step before any arithmetic: key chunks (16 bytes) of
   // both rows, then values (8 bytes) of both dims of every m16 block.
+  // With block_size a run-time value the offsets between a row's loads are
+  // no longer load immediates; each load's offset is the previous one's
+  // plus one run-time stride (a chain), so the only loop-invariant values
+  // are the strides: offsets j * stride computed once would be hoisted out
+  // of the step loop and live through it (20 64-bit registers at d128,
+  // which made the tile spill at 4 programs per SM).
+  // Key quad j of a row is 4 j chunks past quad 0: (4 x) << log2(bs).
   SmallVector<SmallVector<Value>> keyWords[2]; // [row][quad] -> 4 words
+  Value quadStride = timesBlock(b, cIdx(b, 4 * x));
   for (int64_t r = 0; r < 2; ++r) {
     auto [base, slot] = rowSlot(8 * r);
+    Value ofs = keyChunkOffset(b, base, t, slot);
     for (int64_t j = 0; j < quads(); ++j) {
-      Value chunk = arith::AddIOp::create(b, t, cIdx(b, 4 * j));
-      if (4 * (j + 1) > plan.chunks)
-        chunk = arith::MinUIOp::create(b, chunk, cIdx(b, plan.chunks - 1));
-      Value ofs = keyChunkOffset(b, base, chunk, slot);
-      keyWords[r].push_back(cacheWords(b, loadVector(b, keyCache, ofs, x)));
+      if (j > 0)
+        ofs = arith::AddIOp::create(b, ofs, quadStride);
+      Value at = ofs;
+      if (4 * (j + 1) > plan.chunks) {
+        Value chunk = arith::MinUIOp::create(
+            b, arith::AddIOp::create(b, t, cIdx(b, 4 * j)),
+            cIdx(b, plan.chunks - 1));
+        at = keyChunkOffset(b, base, chunk, slot);
+      }
+      keyWords[r].push_back(cacheWords(b, loadVector(b, keyCache, at, x)));
     }
   }
-  // The lane's value tokens 4t .. 4t + 3.
+  // The lane's value tokens 4t .. 4t + 3 of dims g + 8 k (k = 2 mb + r):
+  // value_cache[phys, kvh, dim, slot : slot + 4], dim k's row 8 << log2(bs)
+  // elements past dim k - 1's.
   Value vTok = arith::MulIOp::create(b, t, cIdx(b, 4));
-  Value vBase = base0, vSlot = arith::AddIOp::create(b, tok0Ofs, vTok);
-  if (bs < 16) {
-    Value second = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, vTok,
-                                         cIdx(b, bs));
-    vBase = arith::SelectOp::create(b, second, base1, base0);
-    vSlot = arith::RemUIOp::create(b, vTok, cIdx(b, bs));
-  }
+  Value second =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::uge, t, cIdx(b, 2));
+  Value vBase = arith::SelectOp::create(b, second, halfBase[1], halfBase[0]);
+  Value vSlot = blockSlotOf(b, arith::AddIOp::create(b, tok0, vTok));
+  Value vStride = timesBlock(b, cIdx(b, 8));
+  Value vOfs = arith::AddIOp::create(
+      b, vBase, arith::AddIOp::create(b, timesBlock(b, g), vSlot));
   SmallVector<Value> vecV[2]; // [dim half][m block]
-  for (int64_t mb = 0; mb < mBlocks(); ++mb)
-    for (int64_t r = 0; r < 2; ++r) {
-      Value dim = arith::AddIOp::create(b, g, cIdx(b, 16 * mb + 8 * r));
-      // value_cache[phys, kvh, dim, slot : slot + 4]
-      Value ofs = arith::AddIOp::create(
-          b, vBase,
-          arith::AddIOp::create(b, arith::MulIOp::create(b, dim, cIdx(b, bs)),
-                                vSlot));
-      vecV[r].push_back(loadVector(b, valueCache, ofs, 4));
-    }
+  auto loadValues = [&] {
+    for (int64_t mb = 0; mb < mBlocks(); ++mb)
+      for (int64_t r = 0; r < 2; ++r) {
+        if (mb + r > 0)
+          vOfs = arith::AddIOp::create(b, vOfs, vStride);
+        vecV[r].push_back(loadVector(b, valueCache, vOfs, 4));
+      }
+  };
+  // A masked step (at most two per warp) loads its values after the
+  // softmax: its masks would otherwise meet every load of the step in
+  // registers, over the caps of the d192 and fp8 tiles.
+  if (!masked)
+    loadValues();
 
   // Scores: S^T per n8 block of heads, 2 mma per chunk quad; Q's B
   // operand (chunk 4j + t of head 8n + g) from workgroup memory.
@@ -320,9 +396,9 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
         // 4 sub .. 4 sub + 3.
         Value chunk = arith::AddIOp::create(
             b,
-            arith::MulIOp::create(
-                b, arith::AddIOp::create(b, t, cIdx(b, 4 * j)),
-                cIdx(b, ratio())),
+            arith::MulIOp::create(b,
+                                  arith::AddIOp::create(b, t, cIdx(b, 4 * j)),
+                                  cIdx(b, ratio())),
             cIdx(b, sub));
         SmallVector<Value> q =
             words(b, loadVector(b, shared, qIndex(b, slot, chunk), 4));
@@ -338,32 +414,69 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
   }
 
   // Tokens g, g + 8 (scores) and 4t + i (values) of the partition's range.
-  auto valid = [&](Value ofs) {
-    return tokenValid(b, arith::AddIOp::create(b, tok0, ofs));
+  auto valid = [&](Value ofs) -> Value {
+    if (!perSlot)
+      return tokenValid(b, arith::AddIOp::create(b, tok0, ofs));
+    Value tok = arith::IndexCastOp::create(
+        b, b.getI32Type(),
+        arith::AddIOp::create(
+            b, arith::MulIOp::create(b, step, cIdx(b, plan.tokenStep)), ofs));
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                 arith::SubIOp::create(b, tok, rangeLo),
+                                 rangeWidth);
   };
-  Value rowTok[2], rowValid[2], rowPos[2];
+  Value rowTok[2], rowPos[2], rowValid[2];
   for (int64_t r = 0; r < 2; ++r) {
     rowTok[r] = arith::AddIOp::create(b, g, cIdx(b, 8 * r));
     if (plan.extLogits)
       rowPos[r] = alibiPosition(b, arith::AddIOp::create(b, tok0, rowTok[r]));
-    if (masked)
+    if (mask == StepMask::range)
       rowValid[r] = valid(rowTok[r]);
   }
+  // Token row r against slot (n, e)'s range: the program's, or with
+  // several tokens per program the slot's own [lo, hi).
+  auto slotValid = [&](int64_t n, int64_t r, int64_t e) -> Value {
+    if (!perSlot)
+      return rowValid[r];
+    Value tok = arith::IndexCastOp::create(
+        b, b.getI32Type(),
+        arith::AddIOp::create(
+            b, arith::MulIOp::create(b, step, cIdx(b, plan.tokenStep)),
+            rowTok[r]));
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                 arith::SubIOp::create(b, tok, lo[2 * n + e]),
+                                 width[2 * n + e]);
+  };
 
   // The logits in the log2 domain: scale, soft cap, ALiBi, then the mask
   // (last, so a masked token stays -inf whatever the cap does).
+  // A bad block's tokens get NaN logits (a NaN scale for their row), which
+  // the masks keep where a slot attends to them. Every slot attends to all
+  // of an unmasked step's tokens: one flag serves both rows.
   Value qScale = arith::MulFOp::create(b, scale, cF32(b, M_LOG2E));
+  Value rowScale[2];
+  if (masked) {
+    rowScale[0] = poisonIf(b, halfBad[0], qScale);
+    rowScale[1] = poisonIf(b, halfBad[1], qScale);
+  } else {
+    rowScale[0] = rowScale[1] = poisonIf(
+        b, arith::OrIOp::create(b, halfBad[0], halfBad[1]), qScale);
+  }
   SmallVector<Value> logits; // [n][r][e]
   for (int64_t n = 0; n < nBlocks(); ++n)
     for (int64_t r = 0; r < 2; ++r)
       for (int64_t e = 0; e < 2; ++e)
-        logits.push_back(arith::MulFOp::create(b, s[n][2 * r + e], qScale));
+        logits.push_back(
+            arith::MulFOp::create(b, s[n][2 * r + e], rowScale[r]));
   logits = softCap(b, logits);
   auto logit = [&](int64_t n, int64_t r, int64_t e) {
     Value v = logits[(n * 2 + r) * 2 + e];
     if (plan.extLogits)
       v = fma(b, slopes[2 * n + e], rowPos[r], v);
-    return masked ? arith::SelectOp::create(b, rowValid[r], v,
+    // A packed slot's position is offset from the program's last token's.
+    if (plan.extLogits)
+      v = arith::AddFOp::create(b, v, alibiBias[2 * n + e]);
+    return masked ? arith::SelectOp::create(b, slotValid(n, r, e), v,
                                             cF32(b, -INFINITY))
                   : v;
   };
@@ -383,9 +496,8 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
       alpha[2 * n + e] = exp2(b, arith::SubFOp::create(b, state.m(n, e), mNew));
       for (int64_t r = 0; r < 2; ++r)
         p[n][2 * r + e] = exp2(b, arith::SubFOp::create(b, sc[r], mNew));
-      state.l(n, e) =
-          fma(b, state.l(n, e), alpha[2 * n + e],
-              arith::AddFOp::create(b, p[n][e], p[n][2 + e]));
+      state.l(n, e) = fma(b, state.l(n, e), alpha[2 * n + e],
+                          arith::AddFOp::create(b, p[n][e], p[n][2 + e]));
       state.m(n, e) = mNew;
     }
 
@@ -421,9 +533,9 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
         b, bufBase,
         arith::AddIOp::create(
             b,
-            arith::MulIOp::create(
-                b, arith::AddIOp::create(b, g, cIdx(b, 8 * n)),
-                cIdx(b, stride)),
+            arith::MulIOp::create(b,
+                                  arith::AddIOp::create(b, g, cIdx(b, 8 * n)),
+                                  cIdx(b, stride)),
             vTok));
     Value pv = loadVector(b, shared, idx, 4);
     SmallVector<Value> f;
@@ -432,6 +544,8 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
     pB[n] = {packWord(b, f[0], f[1]), packWord(b, f[2], f[3])};
   }
 
+  if (masked)
+    loadValues();
   // In masked steps, values outside the range are zeroed: garbage must not
   // meet a zero weight.
   Value vMask;
@@ -502,8 +616,9 @@ void MmaPartitionBuilder::storeWarpState(ImplicitLocOpBuilder &b,
     }
 }
 
-gpu::GPUFuncOp mlir::paged_attn::buildMmaPartitionKernel(
-    OpBuilder &moduleBuilder, Location loc, const KernelPlan &plan,
-    bool onePass) {
+gpu::GPUFuncOp
+mlir::paged_attn::buildMmaPartitionKernel(OpBuilder &moduleBuilder,
+                                          Location loc, const KernelPlan &plan,
+                                          bool onePass) {
   return MmaPartitionBuilder(plan, onePass).build(moduleBuilder, loc);
 }

@@ -39,6 +39,25 @@ struct ConvertPagedAttnToGPUPass
           ConvertPagedAttnToGPUPass> {
   using Base::Base;
 
+  /// print-plans: "plan NAME kind KIND warps N" per op, nothing lowered.
+  void reportPlans(ModuleOp module, const PagedAttnToGPUOptions &options) {
+    bool ok = true;
+    module.walk([&](DecodeV2Op op) {
+      FailureOr<KernelPlan> plan = planKernel(op, options);
+      if (failed(plan)) {
+        ok = false;
+        return;
+      }
+      const char *kind = plan->usesMma()    ? "mma"
+                         : plan->usesWmma() ? "wmma"
+                                            : "simt";
+      op.emitRemark() << "plan " << plan->name() << " kind " << kind
+                      << " warps " << plan->warps;
+    });
+    if (!ok)
+      signalPassFailure();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     PagedAttnToGPUOptions options;
@@ -55,6 +74,8 @@ struct ConvertPagedAttnToGPUPass
       return signalPassFailure();
     }
 
+    if (printPlans)
+      return reportPlans(module, options);
     bool ok = true;
     bool any = false;
     module.walk([&](DecodeV2Op op) {

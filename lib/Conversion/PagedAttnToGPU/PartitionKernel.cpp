@@ -262,8 +262,9 @@ void SimtPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
 
   state.values = emitStepLoop(
       b, state.values,
-      [&](ImplicitLocOpBuilder &nb, Value step, bool masked,
+      [&](ImplicitLocOpBuilder &nb, Value step, StepMask mask,
           SmallVector<Value> values) {
+        bool masked = mask != StepMask::none;
         LoopState in{ownHeads, plan.headsPerProgram, plan.dimsPerLane,
                      std::move(values)};
         return emitStep(nb, step, masked, in).values;
@@ -315,12 +316,14 @@ LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
         b, arith::DivUIOp::create(b, last, cIdx(b, tokens)), cIdx(b, tokens));
     addrTok = arith::MinUIOp::create(b, tok0, lastChunk);
   }
-  Value logical = arith::DivUIOp::create(b, addrTok, cIdx(b, plan.blockSize));
-  Value slot = arith::RemUIOp::create(b, addrTok, cIdx(b, plan.blockSize));
-  Value phys = toIndex(b, checkedEntry(b, memref::LoadOp::create(
-                              b, blockTables,
-                              ValueRange{arith::AddIOp::create(b, blockRow,
-                                                               logical)})));
+  // The group's tokens lie in one block (block_size % groupTokens == 0).
+  Value logical = blockOf(b, addrTok);
+  Value slot = blockSlotOf(b, addrTok);
+  CheckedEntry entry = checkedEntry(
+      b, memref::LoadOp::create(
+             b, blockTables,
+             ValueRange{arith::AddIOp::create(b, blockRow, logical)}));
+  Value phys = toIndex(b, entry.entry);
   Value base = arith::AddIOp::create(
       b, arith::MulIOp::create(b, phys, blockStride), kvHeadOffset);
 
@@ -345,9 +348,7 @@ LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
             b,
             arith::MulIOp::create(
                 b,
-                arith::AddIOp::create(
-                    b, arith::MulIOp::create(b, chunk, cIdx(b, plan.blockSize)),
-                    slot),
+                arith::AddIOp::create(b, timesBlock(b, chunk), slot),
                 cIdx(b, x)),
             within));
     keys.emplace_back();
@@ -369,7 +370,7 @@ LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
     Value ofs = arith::AddIOp::create(
         b, base,
         arith::AddIOp::create(
-            b, arith::MulIOp::create(b, dim, cIdx(b, plan.blockSize)), slot));
+            b, timesBlock(b, dim), slot));
     values.push_back(loadVector(b, valueCache, ofs, tokens));
   }
 
@@ -404,7 +405,9 @@ LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
       valid.push_back(
           tokenValid(b, arith::AddIOp::create(b, myTok0, cIdx(b, c))));
   }
-  // Soft cap, ALiBi, then the mask (last: a masked token stays -inf).
+  // Soft cap, ALiBi, then the mask (last: a masked token stays -inf). The
+  // tokens of a bad block (the group's tokens lie in one) have NaN logits
+  // before the mask: a head that attends to one gets a NaN sum.
   SmallVector<Value> flat;
   for (auto &row : scores)
     flat.append(row.begin(), row.end());
@@ -414,6 +417,7 @@ LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
       Value s = flat[a * ownTokens + c];
       if (plan.extLogits)
         s = fma(b, slopes[a], position[c], s);
+      s = poisonIf(b, entry.bad, s);
       if (masked)
         s = arith::SelectOp::create(b, valid[c], s, cF32(b, -INFINITY));
       scores[a][c] = s;

@@ -10,6 +10,7 @@
 #include "KernelIdioms.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -62,8 +63,8 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
   scale = arg("scale"), maxBlocks = arg("max_blocks_per_seq"),
   maxParts = arg("max_num_partitions"), partTokens = arg("partition_tokens"),
   numKvHeads = arg("num_kv_heads"), groupSize = arg("group_size"),
-  alibiSlopes = arg("alibi_slopes"), hasAlibi = arg("has_alibi"),
-  slidingWindow = arg("sliding_window"),
+  blockSizeArg = arg("block_size"), alibiSlopes = arg("alibi_slopes"),
+  hasAlibi = arg("has_alibi"), slidingWindow = arg("sliding_window"),
   logitsSoftCap = arg("logits_soft_cap"), sinks = arg("sinks"),
   hasSinks = arg("has_sinks"), queryStartLoc = arg("query_start_loc"),
   maxQueryLen = arg("max_query_len"), numBlocks = arg("num_blocks"),
@@ -86,17 +87,16 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
     auto pick = [&](StringRef scalar, StringRef ptr, int64_t bit) -> Value {
       Value flag = arith::AndIOp::create(
           b, arg("scales_on_device"), arith::ConstantIntOp::create(b, bit, 32));
-      Value onDevice = arith::CmpIOp::create(
-          b, arith::CmpIPredicate::ne, flag,
-          arith::ConstantIntOp::create(b, 0, 32));
+      Value onDevice =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ne, flag,
+                                arith::ConstantIntOp::create(b, 0, 32));
       auto ifOp = scf::IfOp::create(b, TypeRange{f32}, onDevice,
                                     /*withElseRegion=*/true);
       {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
-        scf::YieldOp::create(
-            b, ValueRange{memref::LoadOp::create(b, arg(ptr),
-                                                 ValueRange{cIdx(b, 0)})});
+        scf::YieldOp::create(b, ValueRange{memref::LoadOp::create(
+                                    b, arg(ptr), ValueRange{cIdx(b, 0)})});
         b.setInsertionPointToStart(ifOp.elseBlock());
         scf::YieldOp::create(b, ValueRange{arg(scalar)});
       }
@@ -111,17 +111,62 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
   return func;
 }
 
+Value PartitionProgram::tokensPerProgram(ImplicitLocOpBuilder &b,
+                                         Value groupLen) {
+  if (!packsTokens())
+    return cIdx(b, 1);
+  // max(heads_per_program / group, 1) with several query tokens per
+  // sequence, else 1 (the manifest's grid says the same: ExportBundle).
+  Value fit = arith::MaxUIOp::create(
+      b, arith::DivUIOp::create(b, cIdx(b, plan.headsPerProgram), groupLen),
+      cIdx(b, 1));
+  Value multi = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, maxQueryLen,
+                                      arith::ConstantIntOp::create(b, 0, 32));
+  return arith::SelectOp::create(b, multi, fit, cIdx(b, 1));
+}
+
+PartitionProgram::Slot PartitionProgram::slotOf(ImplicitLocOpBuilder &b,
+                                                Value g) {
+  // One token: slot = tile * headsPerProgram + g, head = kvHead * group +
+  // slot. Packed tokens (P > 1, one tile per KV head): token u = g / group,
+  // head kvHead * group + g % group.
+  Value groupLen = toIndex(b, groupSize);
+  Value u = cIdx(b, 0), inGroup = g;
+  if (packsTokens()) {
+    Value packed = arith::CmpIOp::create(b, arith::CmpIPredicate::ugt,
+                                         perProgram, cIdx(b, 1));
+    Value span = arith::SelectOp::create(b, packed, groupLen,
+                                         cIdx(b, plan.headsPerProgram));
+    u = arith::DivUIOp::create(b, g, span);
+    inGroup = arith::RemUIOp::create(b, g, span);
+  }
+  Value slot = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, tile, cIdx(b, plan.headsPerProgram)),
+      inGroup);
+  Slot s;
+  s.valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, slot, groupLen);
+  s.head = arith::AddIOp::create(b, arith::MulIOp::create(b, kvHead, groupLen),
+                                 slot);
+  s.row = row;
+  s.token = tokens.j0;
+  if (!packsTokens())
+    return s;
+  Value token = arith::AddIOp::create(b, tokens.j0, u);
+  Value tokenValid = arith::AndIOp::create(
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, u, perProgram),
+      arith::CmpIOp::create(b, arith::CmpIPredicate::slt, token, tokens.qLen));
+  s.valid = arith::AndIOp::create(b, s.valid, tokenValid);
+  // An invalid slot keeps the program's row and token: rows that exist.
+  s.row = arith::SelectOp::create(b, s.valid, arith::AddIOp::create(b, row, u),
+                                  row);
+  s.token = arith::SelectOp::create(b, s.valid, token, tokens.j0);
+  return s;
+}
+
 std::pair<Value, Value> PartitionProgram::headOfSlot(ImplicitLocOpBuilder &b,
                                                      Value g) {
-  // slot = tile * headsPerProgram + g; head = kvHead * groupSize + slot.
-  Value slot = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, tile, cIdx(b, plan.headsPerProgram)), g);
-  Value groupLen = toIndex(b, groupSize);
-  Value valid =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, slot, groupLen);
-  Value head = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, kvHead, groupLen), slot);
-  return {head, valid};
+  Slot s = slotOf(b, g);
+  return {s.head, s.valid};
 }
 
 std::pair<Value, Value> PartitionProgram::headOf(ImplicitLocOpBuilder &b,
@@ -155,7 +200,8 @@ void PartitionProgram::stageQuery(ImplicitLocOpBuilder &b, int64_t rows,
     b.setInsertionPointToStart(ifOp.thenBlock());
     Value slot = arith::DivUIOp::create(b, i, cIdx(b, chunks));
     Value chunk = arith::RemUIOp::create(b, i, cIdx(b, chunks));
-    auto [head, valid] = headOfSlot(b, slot);
+    Slot s = slotOf(b, slot);
+    Value head = s.head, valid = s.valid;
     Value use = valid;
     if (liveRows < rows)
       use = arith::AndIOp::create(
@@ -168,19 +214,19 @@ void PartitionProgram::stageQuery(ImplicitLocOpBuilder &b, int64_t rows,
           arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
                                 cIdx(b, qChunks)));
     Value safeHead = arith::SelectOp::create(
-        b, valid, head, arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
-    Value safeChunk =
-        arith::MinUIOp::create(b, chunk, cIdx(b, qChunks - 1));
+        b, valid, head,
+        arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
+    Value safeChunk = arith::MinUIOp::create(b, chunk, cIdx(b, qChunks - 1));
     Value ofs = arith::AddIOp::create(
         b,
         arith::MulIOp::create(
             b,
-            arith::AddIOp::create(b, arith::MulIOp::create(b, row, numHeads),
+            arith::AddIOp::create(b, arith::MulIOp::create(b, s.row, numHeads),
                                   safeHead),
             cIdx(b, plan.headSize)),
         arith::MulIOp::create(b, safeChunk, cIdx(b, qPack)));
-    Value v = arith::SelectOp::create(
-        b, use, loadVector(b, query, ofs, qPack), zero);
+    Value v =
+        arith::SelectOp::create(b, use, loadVector(b, query, ofs, qPack), zero);
     store(b, v, slot, chunk);
   }
   gpu::BarrierOp::create(b);
@@ -216,50 +262,57 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
   warp = arith::DivUIOp::create(b, tid, cIdx(b, 32));
   Value kvTile = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   seq = gpu::BlockIdOp::create(b, gpu::Dimension::z);
+  Value groupLen = toIndex(b, groupSize);
+  perProgram = tokensPerProgram(b, groupLen);
   // A seq_len outside [0, max_blocks_per_seq * block_size] counts as 0
-  // tokens: the row reads nothing, its output is NaN and the error recorded.
-  QueryRow q = queryRowOf(
-      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), seq, seqLens,
-      queryStartLoc, maxQueryLen,
-      arith::MulIOp::create(b, toIndex(b, maxBlocks), cIdx(b, plan.blockSize)));
-  part = q.unit, row = q.row, seqLen = q.seqLen;
-  rawSeqLen = q.rawLen, seqLenBad = q.lenBad;
-  bad = Value();
+  // tokens: the rows read nothing, their output is NaN and the error
+  // recorded.
+  Value maxBlocksIdx = toIndex(b, maxBlocks);
+  Value capacity =
+      arith::MulIOp::create(b, maxBlocksIdx, toIndex(b, blockSizeArg));
+  tokens = queryRowOf(b, gpu::BlockIdOp::create(b, gpu::Dimension::x), seq,
+                      seqLens, queryStartLoc, maxQueryLen, perProgram,
+                      capacity);
+  part = tokens.unit, row = tokens.row, seqLen = tokens.seqLen;
+  seqLenBad = tokens.lenBad;
   // Programs past their sequence's query tokens have no row: they return.
-  auto live = scf::IfOp::create(b, q.live, /*withElseRegion=*/false);
+  auto live = scf::IfOp::create(b, tokens.live, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(live.thenBlock());
-  Value groupLen = toIndex(b, groupSize);
-  Value tiles = arith::CeilDivUIOp::create(b, groupLen,
-                                           cIdx(b, plan.headsPerProgram));
+  Value tiles =
+      arith::CeilDivUIOp::create(b, groupLen, cIdx(b, plan.headsPerProgram));
   kvHead = arith::DivUIOp::create(b, kvTile, tiles);
   tile = arith::RemUIOp::create(b, kvTile, tiles);
   numHeads = arith::MulIOp::create(b, toIndex(b, numKvHeads), groupLen);
   blockRow = arith::MulIOp::create(b, seq, toIndex(b, maxBlocks));
-  // Elements of one (block, KV head) slab: head_size * block_size, for both
-  // the key layout [D/x][bs][x] and the value layout [D][bs].
-  int64_t slab = plan.headSize * plan.blockSize;
-  kvHeadOffset = arith::MulIOp::create(b, kvHead, cIdx(b, slab));
-  blockStride =
-      arith::MulIOp::create(b, toIndex(b, numKvHeads), cIdx(b, slab));
+  emitBlockAddressing(b);
 
   // Soft cap constants (unused when off; the selects keep them finite).
   if (plan.extLogits) {
     Value cap = logitsSoftCap;
-    capOn = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, cap,
-                                  cF32(b, 0.0f));
+    capOn =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, cap, cF32(b, 0.0f));
     Value safeCap = arith::SelectOp::create(b, capOn, cap, cF32(b, 1.0f));
     capLog2 = arith::MulFOp::create(b, safeCap, cF32(b, M_LOG2E));
     capInvScale = arith::DivFOp::create(b, cF32(b, 2.0 * M_LOG2E), capLog2);
   }
 
-  // The sliding window's first token: max(seq_len - window, 0), 0 without.
-  Value windowStart = slidingWindowStart(b, seqLen, slidingWindow);
+  // The sliding window's first token: max(seq_len - window, 0), 0 without
+  // (of the program's first token: the others' windows start later).
+  Value firstContext =
+      packsTokens() ? tokenContext(b, tokens, tokens.j0) : seqLen;
+  Value windowStart = slidingWindowStart(b, firstContext, slidingWindow);
 
   auto setRange = [&](Value start, Value end) {
     partStart = start;
     partEnd = end;
     rangeStart = arith::MaxUIOp::create(b, partStart, windowStart);
+    innerStart = rangeStart, innerEnd = partEnd;
+    if (packsTokens()) { // the last token's window, the first one's end
+      innerStart = arith::MaxUIOp::create(
+          b, rangeStart, slidingWindowStart(b, seqLen, slidingWindow));
+      innerEnd = arith::MinUIOp::create(b, partEnd, firstContext);
+    }
     Value step = cIdx(b, plan.tokenStep);
     stepBase = arith::AddIOp::create(
         b, partStart,
@@ -269,20 +322,24 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
                 b, arith::SubIOp::create(b, rangeStart, partStart), step),
             step));
   };
+  auto [start, end] = partitionOf(b, part, seqLen);
+  setRange(start, end);
   if (onePass) {
-    setRange(cIdx(b, 0), seqLen);
+    // A bad seq_len: NaN rows, recorded, nothing read (as the partition
+    // kernel's empty partitions, after which the reducer does it).
+    auto lenIf = scf::IfOp::create(b, seqLenBad, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard lenGuard(b);
+    b.setInsertionPointToStart(lenIf.thenBlock());
+    emitBadLength(b);
+    b.setInsertionPointToStart(lenIf.elseBlock());
+    emitRangeCheck(b);
     emitPartition(b);
     return;
   }
-  Value tokens = toIndex(b, partTokens);
-  Value start = arith::MulIOp::create(b, part, tokens);
-  setRange(start, arith::MinUIOp::create(
-                      b, arith::AddIOp::create(b, start, tokens), seqLen));
   // Partitions past the sequence's end, or wholly before its sliding
   // window, leave sentinels the reducer skips: they read nothing.
   Value empty = arith::OrIOp::create(
-      b,
-      arith::CmpIOp::create(b, arith::CmpIPredicate::uge, partStart, seqLen),
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::uge, partStart, seqLen),
       arith::CmpIOp::create(b, arith::CmpIPredicate::ule, partEnd,
                             windowStart));
   auto ifOp = scf::IfOp::create(b, empty, /*withElseRegion=*/true);
@@ -293,30 +350,28 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
   emitPartition(b);
 }
 
+std::pair<Value, Value> PartitionProgram::partitionOf(ImplicitLocOpBuilder &b,
+                                                     Value unit, Value ctx) {
+  if (onePass)
+    return {cIdx(b, 0), ctx};
+  Value tokens = toIndex(b, partTokens);
+  Value start = arith::MulIOp::create(b, unit, tokens);
+  return {start, arith::MinUIOp::create(
+                     b, arith::AddIOp::create(b, start, tokens), ctx)};
+}
+
 void PartitionProgram::emitSentinels(ImplicitLocOpBuilder &b) {
-  // A bad seq_len makes every partition empty: one thread of each records
-  // it (the reducer makes the row NaN).
-  {
-    auto ifOp = scf::IfOp::create(
-        b,
-        arith::AndIOp::create(b, seqLenBad,
-                              arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                                    tid, cIdx(b, 0))),
-        /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    recordError(b, arith::ConstantIntOp::create(b, -1, 32), rawSeqLen);
-  }
   for (int64_t g = 0; g < plan.headsPerProgram; ++g) {
-    auto [head, valid] = headOf(b, g);
-    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid,
-                                        cIdx(b, 0));
+    Slot s = slotOf(b, cIdx(b, g));
+    Value head = s.head, valid = s.valid;
+    Value first =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cIdx(b, 0));
     Value write = arith::AndIOp::create(b, valid, first);
     auto ifOp = scf::IfOp::create(b, write, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     Value headRow = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, row, numHeads), head);
+        b, arith::MulIOp::create(b, s.row, numHeads), head);
     Value idx = arith::AddIOp::create(
         b, arith::MulIOp::create(b, headRow, toIndex(b, maxParts)), part);
     memref::StoreOp::create(b, cF32(b, -INFINITY), maxLogits, ValueRange{idx});
@@ -326,31 +381,7 @@ void PartitionProgram::emitSentinels(ImplicitLocOpBuilder &b) {
 
 void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
   const int64_t heads = plan.headsPerProgram, d = plan.headSize;
-  // The barrier before the merge ORs the lanes' bad-entry flags (bar.red.or:
-  // no extra synchronisation). A program that saw one stores NaN; one of its
-  // threads records the first bad entry (a cold branch).
-  Value flag = arith::OrIOp::create(b, takeBad(b), seqLenBad);
-  Value anyBad = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::ne,
-      NVVM::BarrierOp::create(
-          b, b.getI32Type(), /*barrierId=*/Value(), /*numberOfThreads=*/Value(),
-          NVVM::BarrierReductionAttr::get(b.getContext(),
-                                          NVVM::BarrierReduction::OR),
-          arith::ExtUIOp::create(b, b.getI32Type(), flag))
-          .getResult(0),
-      arith::ConstantIntOp::create(b, 0, 32));
-  {
-    auto ifOp = scf::IfOp::create(
-        b,
-        arith::AndIOp::create(b, anyBad,
-                              arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                                    tid, cIdx(b, 0))),
-        /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    emitErrorRecord(b);
-  }
-  Value nan = cF32(b, NAN);
+  gpu::BarrierOp::create(b);
   // Each thread finishes (head, dim) pairs: merge the warps and store.
   int64_t total = heads * d, threads = plan.threads();
   for (int64_t base = 0; base < total; base += threads) {
@@ -360,8 +391,9 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
     // The head slot and dim of pair i.
     Value g = arith::DivUIOp::create(b, i, cIdx(b, d));
     Value dim = arith::RemUIOp::create(b, i, cIdx(b, d));
-    auto [head, slotValid] = headOfSlot(b, g);
-    Value valid = arith::AndIOp::create(b, inRange, slotValid);
+    Slot s = slotOf(b, g);
+    Value head = s.head;
+    Value valid = arith::AndIOp::create(b, inRange, s.valid);
     auto ifOp = scf::IfOp::create(b, valid, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
@@ -392,11 +424,8 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
     Value result = arith::DivFOp::create(b, acc, sum);
     if (valueScale) // fp8: v_scale (with the cache factor)
       result = arith::MulFOp::create(b, result, valueScale);
-    // A bad entry: NaN here, and NaN exp_sums for the reducer.
-    result = arith::SelectOp::create(b, anyBad, nan, result);
-    sum = arith::SelectOp::create(b, anyBad, nan, sum);
     Value headRow = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, row, numHeads), head);
+        b, arith::MulIOp::create(b, s.row, numHeads), head);
     if (onePass) {
       Value idx = arith::AddIOp::create(
           b, arith::MulIOp::create(b, headRow, cIdx(b, d)), dim);
@@ -422,6 +451,33 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
   }
 }
 
+void PartitionProgram::emitBlockAddressing(ImplicitLocOpBuilder &b) {
+  // block_size is a power of two (the runtime checks it): token -> block
+  // and slot are a shift and a mask, log2 computed once.
+  blockShift = toIndex(
+      b, LLVM::CountTrailingZerosOp::create(b, b.getI32Type(), blockSizeArg,
+                                            /*is_zero_poison=*/false));
+  blockLen = toIndex(b, blockSizeArg);
+  blockMask = arith::SubIOp::create(b, blockLen, cIdx(b, 1));
+  // Elements of one (block, KV head) slab: head_size * block_size, for both
+  // the key layout [D/x][bs][x] and the value layout [D][bs].
+  Value slab = arith::ShLIOp::create(b, cIdx(b, plan.headSize), blockShift);
+  kvHeadOffset = arith::MulIOp::create(b, kvHead, slab);
+  blockStride = arith::MulIOp::create(b, toIndex(b, numKvHeads), slab);
+}
+
+Value PartitionProgram::blockOf(ImplicitLocOpBuilder &b, Value tok) {
+  return arith::ShRUIOp::create(b, tok, blockShift);
+}
+
+Value PartitionProgram::blockSlotOf(ImplicitLocOpBuilder &b, Value tok) {
+  return arith::AndIOp::create(b, tok, blockMask);
+}
+
+Value PartitionProgram::timesBlock(ImplicitLocOpBuilder &b, Value v) {
+  return arith::ShLIOp::create(b, v, blockShift);
+}
+
 Value PartitionProgram::stepToken(ImplicitLocOpBuilder &b, Value step) {
   return arith::AddIOp::create(
       b, stepBase, arith::MulIOp::create(b, step, cIdx(b, plan.tokenStep)));
@@ -432,10 +488,7 @@ Value PartitionProgram::keyChunkOffset(ImplicitLocOpBuilder &b, Value base,
   return arith::AddIOp::create(
       b, base,
       arith::MulIOp::create(
-          b,
-          arith::AddIOp::create(
-              b, arith::MulIOp::create(b, chunk, cIdx(b, plan.blockSize)),
-              slot),
+          b, arith::AddIOp::create(b, timesBlock(b, chunk), slot),
           cIdx(b, plan.keyPack)));
 }
 
@@ -448,149 +501,165 @@ Value PartitionProgram::tokenValid(ImplicitLocOpBuilder &b, Value tok) {
 SmallVector<Value> PartitionProgram::emitStepLoop(ImplicitLocOpBuilder &b,
                                                   SmallVector<Value> state,
                                                   StepFn step,
-                                                  PrologueFn prologue) {
-  Value stepLen = cIdx(b, plan.tokenStep), zero = cIdx(b, 0);
-  Value tokens = arith::SubIOp::create(b, partEnd, stepBase);
-  Value full = arith::DivUIOp::create(b, tokens, stepLen);
-  Value warps = cIdx(b, plan.warps);
-  auto eq = [&](Value l, Value r) {
-    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, l, r);
+                                                  PrologueFn prologue,
+                                                  SetupFn edgeSetup) {
+  Value stepLen = cIdx(b, plan.tokenStep), warps = cIdx(b, plan.warps);
+  // Steps from stepBase to token `tok` (none before stepBase), rounded.
+  auto stepsTo = [&](Value tok, bool up) -> Value {
+    Value d = arith::SubIOp::create(b, arith::MaxUIOp::create(b, tok, stepBase),
+                                    stepBase);
+    if (up)
+      return arith::CeilDivUIOp::create(b, d, stepLen);
+    return arith::DivUIOp::create(b, d, stepLen);
   };
-  // Step 0 is partial when the sliding window starts inside it (the head),
-  // the step after the last full one when the range ends inside it (the
-  // tail). Only they are masked; a range shorter than a step is one tail.
-  Value hasHead = arith::AndIOp::create(
-      b,
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, stepBase, rangeStart),
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, full, zero));
-  Value hasTail = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::ne, arith::RemUIOp::create(b, tokens, stepLen),
-      zero);
+  // Steps [0, steps); whole ones [uFirst, uEnd); masked: the rest.
+  Value steps = stepsTo(partEnd, /*up=*/true);
+  Value uFirst = arith::MinUIOp::create(b, stepsTo(innerStart, true), steps);
+  Value uEnd = arith::MaxUIOp::create(b, stepsTo(innerEnd, false), uFirst);
 
-  // The whole steps, round robin over the warps; warp 0 skips a head.
-  Value first = arith::SelectOp::create(
-      b, arith::AndIOp::create(b, hasHead, eq(warp, zero)),
-      arith::AddIOp::create(b, warp, warps), warp);
+  // Masked step k of [0, edges): step k before the whole ones, uEnd +
+  // (k - uFirst) after; the warps' turns go on from the whole steps'. In
+  // i32 (a few steps, the warp count): they live through the whole steps.
+  // (Recomputing them after the whole steps instead, or loading a masked
+  // step's values before its softmax, made other tiles spill: ptxas at the
+  // caps; every variant of this loop is checked by the ptxas covering tests.)
+  auto i32 = [&](Value v) -> Value {
+    return arith::IndexCastOp::create(b, b.getI32Type(), v);
+  };
+  Value edges = i32(
+      arith::SubIOp::create(b, arith::AddIOp::create(b, uFirst, steps), uEnd));
+  Value turn =
+      arith::RemUIOp::create(b, arith::SubIOp::create(b, uEnd, uFirst), warps);
+  Value kFirst = i32(arith::RemUIOp::create(
+      b, arith::SubIOp::create(b, arith::AddIOp::create(b, warp, warps), turn),
+      warps));
+  Value heads = i32(uFirst);
+
+  Value first = arith::AddIOp::create(b, uFirst, warp);
   size_t carried = state.size();
   if (prologue)
-    state.append(prologue(b, first, full));
-  // Both loops carry the lane's bad-entry flag (checkedEntry) last.
-  auto stepWithFlag = [&](ImplicitLocOpBuilder &nb, Value at, bool masked,
-                          ValueRange iterArgs) {
-    bad = iterArgs.back();
-    SmallVector<Value> out = step(
-        nb, at, masked, llvm::to_vector(iterArgs.drop_back()));
-    out.push_back(takeBad(nb));
-    scf::YieldOp::create(nb, out);
-  };
-  state.push_back(takeBad(b));
+    state.append(prologue(b, first, uEnd));
   auto loop = scf::ForOp::create(
-      b, first, full, warps, state,
+      b, first, uEnd, warps, state,
       [&](OpBuilder &nested, Location loc, Value iv, ValueRange iterArgs) {
         ImplicitLocOpBuilder nb(loc, nested);
-        stepWithFlag(nb, iv, /*masked=*/false, iterArgs);
+        scf::YieldOp::create(
+            nb, step(nb, iv, StepMask::none, llvm::to_vector(iterArgs)));
       });
   state = SmallVector<Value>(loop.getResults().take_front(carried));
-  state.push_back(loop.getResults().back());
 
-  // The head (step 0, warp 0's) and the tail (step `full`, on the warp whose
-  // turn it is): one masked body, over k in [head ? 0 : 1, tail ? 2 : 1).
-  Value headHere = arith::AndIOp::create(b, hasHead, eq(warp, zero));
-  Value tailHere = arith::AndIOp::create(
-      b, hasTail, eq(arith::RemUIOp::create(b, full, warps), warp));
-  Value one = cIdx(b, 1);
-  Value from = arith::SelectOp::create(b, headHere, zero, one);
-  Value to = arith::SelectOp::create(b, tailHere, cIdx(b, 2), one);
-  auto edges = scf::ForOp::create(
-      b, from, to, one, state,
+  Value tailBase = i32(uEnd);
+  StepMask mask = packsTokens() ? StepMask::slots : StepMask::range;
+  if (edgeSetup && mask == StepMask::slots)
+    edgeSetup(b);
+  auto masked = scf::ForOp::create(
+      b, kFirst, edges, arith::ConstantIntOp::create(b, plan.warps, 32), state,
       [&](OpBuilder &nested, Location loc, Value k, ValueRange iterArgs) {
         ImplicitLocOpBuilder nb(loc, nested);
-        Value at = arith::SelectOp::create(
-            nb,
-            arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, k, cIdx(nb, 0)),
-            cIdx(nb, 0), full);
-        stepWithFlag(nb, at, /*masked=*/true, iterArgs);
+        Value at = arith::IndexCastUIOp::create(
+            nb, nb.getIndexType(),
+            arith::SelectOp::create(
+                nb,
+                arith::CmpIOp::create(nb, arith::CmpIPredicate::ult, k, heads),
+                k,
+                arith::AddIOp::create(nb, arith::SubIOp::create(nb, k, heads),
+                                      tailBase)));
+        scf::YieldOp::create(nb, step(nb, at, mask, llvm::to_vector(iterArgs)));
       });
-  bad = edges.getResults().back();
-  return SmallVector<Value>(edges.getResults().drop_back());
+  return SmallVector<Value>(masked.getResults());
 }
 
-Value PartitionProgram::checkedEntry(ImplicitLocOpBuilder &b, Value rawEntry) {
+PartitionProgram::CheckedEntry
+PartitionProgram::checkedEntry(ImplicitLocOpBuilder &b, Value rawEntry) {
   // Negative entries are huge unsigned: one compare covers both bounds.
   Value isBad = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, rawEntry,
                                       numBlocks);
-  addBad(b, isBad);
-  return arith::SelectOp::create(b, isBad,
-                                 arith::ConstantIntOp::create(b, 0, 32),
-                                 rawEntry);
+  return {arith::SelectOp::create(b, isBad,
+                                  arith::ConstantIntOp::create(b, 0, 32),
+                                  rawEntry),
+          isBad};
 }
 
-Value PartitionProgram::takeBad(ImplicitLocOpBuilder &b) {
-  Value flag = bad ? bad : arith::ConstantIntOp::create(b, 0, 1).getResult();
-  bad = Value();
-  return flag;
+Value PartitionProgram::poisonIf(ImplicitLocOpBuilder &b, Value isBad,
+                                 Value v) {
+  return arith::SelectOp::create(b, isBad, cF32(b, NAN), v);
 }
 
-void PartitionProgram::addBad(ImplicitLocOpBuilder &b, Value flag) {
-  bad = bad ? arith::OrIOp::create(b, bad, flag).getResult() : flag;
-}
-
-void PartitionProgram::recordError(ImplicitLocOpBuilder &b, Value index,
-                                   Value value) {
+void PartitionProgram::emitRangeCheck(ImplicitLocOpBuilder &b) {
+  // The blocks of the program's range [rangeStart, partEnd), each holding a
+  // token some slot attends to: thread t checks blocks t, t + threads, ...
+  // (one-pass contexts are short: mostly one load) and records the last bad
+  // one it found.
   Type i32 = b.getI32Type();
-  Value old = memref::AtomicRMWOp::create(
-      b, arith::AtomicRMWKind::addi, arith::ConstantIntOp::create(b, 1, 32),
-      errorWord, ValueRange{cIdx(b, 0)});
-  auto ifOp = scf::IfOp::create(
-      b,
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, old,
-                            arith::ConstantIntOp::create(b, 0, 32)),
-      /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifOp.thenBlock());
-  memref::StoreOp::create(b, arith::IndexCastOp::create(b, i32, seq), errorWord,
-                          ValueRange{cIdx(b, 1)});
-  memref::StoreOp::create(b, index, errorWord, ValueRange{cIdx(b, 2)});
-  memref::StoreOp::create(b, value, errorWord, ValueRange{cIdx(b, 3)});
-}
-
-void PartitionProgram::emitErrorRecord(ImplicitLocOpBuilder &b) {
-  auto lenIf = scf::IfOp::create(b, seqLenBad, /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(lenIf.thenBlock());
-  recordError(b, arith::ConstantIntOp::create(b, -1, 32), rawSeqLen);
-  // Else the first bad entry of the blocks the program read: those of its
-  // steps' tokens [stepBase, partEnd) (a masked first step starts before a
-  // sliding window's first token).
-  b.setInsertionPointToStart(lenIf.elseBlock());
-  Value bs = cIdx(b, plan.blockSize);
-  auto scan = scf::ForOp::create(
-      b, arith::DivUIOp::create(b, stepBase, bs),
-      arith::CeilDivUIOp::create(b, partEnd, bs), cIdx(b, 1),
-      ValueRange{arith::ConstantIntOp::create(b, 0, 1)},
-      [&](OpBuilder &nested, Location loc, Value logical, ValueRange iter) {
+  Value from = blockOf(b, rangeStart);
+  Value nonEmpty =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, partEnd, rangeStart);
+  Value blocks = arith::SelectOp::create(
+      b, nonEmpty,
+      arith::SubIOp::create(
+          b,
+          blockOf(b, arith::AddIOp::create(
+                         b, arith::SubIOp::create(b, partEnd, cIdx(b, 1)),
+                         blockLen)),
+          from),
+      cIdx(b, 0));
+  // The thread's last bad block and its entry (-1: none).
+  Value none = arith::ConstantIntOp::create(b, -1, 32);
+  auto check = scf::ForOp::create(
+      b, tid, blocks, cIdx(b, plan.threads()), ValueRange{none, none},
+      [&](OpBuilder &nested, Location loc, Value i, ValueRange iter) {
         ImplicitLocOpBuilder nb(loc, nested);
+        Value logical = arith::AddIOp::create(nb, from, i);
         Value entry = memref::LoadOp::create(
             nb, blockTables,
             ValueRange{arith::AddIOp::create(nb, blockRow, logical)});
-        Value isBad = arith::CmpIOp::create(nb, arith::CmpIPredicate::uge,
-                                            entry, numBlocks);
-        Value firstBad = arith::AndIOp::create(
-            nb, isBad,
-            arith::XOrIOp::create(nb, iter[0],
-                                  arith::ConstantIntOp::create(nb, 1, 1)));
-        auto ifOp = scf::IfOp::create(nb, firstBad, /*withElseRegion=*/false);
-        {
-          OpBuilder::InsertionGuard inner(nb);
-          nb.setInsertionPointToStart(ifOp.thenBlock());
-          recordError(nb,
-                      arith::IndexCastOp::create(nb, nb.getI32Type(), logical),
-                      entry);
-        }
+        Value bad = arith::CmpIOp::create(nb, arith::CmpIPredicate::uge,
+                                          entry, numBlocks);
+        Value index = arith::IndexCastOp::create(nb, i32, logical);
         scf::YieldOp::create(
-            nb, ValueRange{arith::OrIOp::create(nb, iter[0], isBad)});
+            nb, ValueRange{arith::SelectOp::create(nb, bad, index, iter[0]),
+                           arith::SelectOp::create(nb, bad, entry, iter[1])});
       });
-  (void)scan;
+  Value found = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                                      check.getResult(0), none);
+  // A barrier keeps the check apart from the token loop's code: without
+  // it, ptxas spilled tiles at their register caps.
+  gpu::BarrierOp::create(b);
+  auto ifOp = scf::IfOp::create(b, found, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  recordBadInput(b, errorWord, seq, check.getResult(0), check.getResult(1));
+}
+
+void PartitionProgram::emitBadLength(ImplicitLocOpBuilder &b) {
+  Value first =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cIdx(b, 0));
+  {
+    auto ifOp = scf::IfOp::create(b, first, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    recordBadInput(b, errorWord, seq, arith::ConstantIntOp::create(b, -1, 32),
+                   tokens.rawLen);
+  }
+  // Every (slot, dim) of the tile's rows: NaN.
+  const int64_t d = plan.headSize, total = plan.headsPerProgram * d;
+  Value nan = fromF32(b, cF32(b, NAN), plan.elemType);
+  for (int64_t base = 0; base < total; base += plan.threads()) {
+    Value i = arith::AddIOp::create(b, tid, cIdx(b, base));
+    Value inRange =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, cIdx(b, total));
+    Slot s = slotOf(b, arith::DivUIOp::create(b, i, cIdx(b, d)));
+    auto ifOp = scf::IfOp::create(b, arith::AndIOp::create(b, inRange, s.valid),
+                                  /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value headRow = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, s.row, numHeads), s.head);
+    Value idx = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, headRow, cIdx(b, d)),
+        arith::RemUIOp::create(b, i, cIdx(b, d)));
+    memref::StoreOp::create(b, nan, output, ValueRange{idx});
+  }
 }
 
 Value PartitionProgram::alibiSlopeLog2(ImplicitLocOpBuilder &b, Value head) {
@@ -613,8 +682,7 @@ Value PartitionProgram::alibiPosition(ImplicitLocOpBuilder &b, Value tok) {
   Value rel = arith::SubIOp::create(
       b, arith::AddIOp::create(b, tok, cIdx(b, 1)), seqLen);
   return arith::SIToFPOp::create(
-      b, b.getF32Type(),
-      arith::IndexCastOp::create(b, b.getI32Type(), rel));
+      b, b.getF32Type(), arith::IndexCastOp::create(b, b.getI32Type(), rel));
 }
 
 SmallVector<Value> PartitionProgram::softCap(ImplicitLocOpBuilder &b,

@@ -12,7 +12,7 @@ from ._checks import PARTITION_SIZE, SUPPORTED_BLOCK_SIZES, SUPPORTED_HEAD_SIZES
 from .ops import (check_errors, init, kernel_library_dir, max_num_partitions, paged_attention_v2, plan,
                   release_contexts)
 
-__version__ = "0.1.0"
+__version__: str = "0.1.0"
 
 __all__ = [
     "paged_attention_v2", "plan", "init", "release_contexts", "max_num_partitions",

@@ -18,9 +18,12 @@
 #
 #===------------------------------------------------------------------------===#
 
+from __future__ import annotations
+
 import math
 import numbers
 import operator
+from typing import Tuple
 
 import torch
 
@@ -28,10 +31,12 @@ from . import _capi
 
 #: Tokens of context per workspace partition: the seed's and vLLM's 512. The
 #: caller sizes exp_sums/max_logits/tmp_output with ceil(max_seq_len / 512).
-PARTITION_SIZE = 512
+PARTITION_SIZE: int = 512
 #: Mirrors include/PagedAttn/Dialect/PagedAttn/IR/Limits.h (keep in sync).
-SUPPORTED_HEAD_SIZES = (64, 80, 96, 112, 128, 192, 256)
-SUPPORTED_BLOCK_SIZES = (8, 16, 32, 64, 128)
+SUPPORTED_HEAD_SIZES: Tuple[int, ...] = (64, 80, 96, 112, 128, 192, 256)
+#: Block sizes: powers of two in [8, 128], a run-time parameter of every
+#: kernel (one bundle serves them all); runtime/src/checks.cpp checks the same.
+SUPPORTED_BLOCK_SIZES: Tuple[int, ...] = (8, 16, 32, 64, 128)
 KEY_PACK_BYTES = 16
 #: fp8 caches: the key cache packs x = 16 one-byte elements, so head_size
 #: must be a multiple of it.
@@ -353,19 +358,37 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
                max_query_len=None, fake=False):
     """Checks one call; returns a Call or raises. fake=True: on the fake
     tensors of a torch.compile trace, which have no address (alignment is
-    checked on the storage offset) and need not be on a CUDA device."""
+    checked on the storage offset) and need not be on a CUDA device.
+
+    The phases, in this order (the tests expect the first rule broken to be
+    the one reported): argument types, dtypes, shapes of the query and the
+    caches, shapes of the tables and the workspace, max_seq_len, the per-head
+    tensors, layout, then alignment and devices."""
     a = check_arg_types(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
                         num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
                         alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs, fixed_grid,
                         sliding_window, logits_soft_cap, sinks, query_start_loc, max_query_len)
-    window, soft_cap, alibi, kv, fp8 = a.window, a.soft_cap, a.alibi, a.kv, a.fp8
-    sinks_t = a.sinks
-    k_scale, k_scale_t, v_scale, v_scale_t = a.k_scale, a.k_scale_t, a.v_scale, a.v_scale_t
-    num_kv_heads, block_size, max_seq_len, scale = (a.num_kv_heads, a.block_size, a.max_seq_len,
-                                                    a.scale)
-    q, out, kc, vc, bt, sl, es, ml, tmp = a.tensors
+    pa_dtypes = _check_dtypes(a, kv_cache_dtype)
+    R, H, D, NB, KVH, BS = _check_cache_shapes(a, kv_cache_dtype)
+    S, MB, P = _check_workspace_shapes(a, R, H, D, NB, BS)
+    _check_max_seq_len(a, S, MB, BS, P)
+    _check_per_head_tensors(a, H)
+    tensors, scale_tensors = _check_layout(a)
+    dev = tensors[0][1].device
+    if fake:
+        _check_fake_alignment(tensors, scale_tensors)
+        _check_devices(dev, tensors, scale_tensors, need_cuda=False)
+        return None
+    pointers = _check_alignment(tensors, scale_tensors)
+    _check_devices(dev, tensors, scale_tensors, need_cuda=True)
+    return _make_call(a, pa_dtypes, (S, H, KVH, D, BS, NB, MB, P), dev, tensors, pointers)
 
-    # --- dtypes ------------------------------------------------------------
+
+def _check_dtypes(a, kv_cache_dtype):
+    """The query's dtype fixes output's and the caches' (or the caches are
+    fp8); the tables are int32, the statistics float32. Returns the
+    (pa_dtype, pa_tmp_dtype) of the query and of tmp_output."""
+    q, out, kc, vc, bt, sl, es, ml, tmp = a.tensors
     dt = q.dtype
     pa_dtype = _PA_DTYPE.get(dt)
     if pa_dtype is None:
@@ -375,8 +398,8 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
         raise TypeError("%s(): output must have the query's dtype %s, got %s"
                         % (_FN, _dtype_name(dt), _dtype_name(out.dtype)))
     for name, t in (("key_cache", kc), ("value_cache", vc)):
-        if fp8:
-            _check_fp8_cache(name, t, kv, kv_cache_dtype)
+        if a.fp8:
+            _check_fp8_cache(name, t, a.kv, kv_cache_dtype)
         elif t.dtype != dt:
             raise TypeError("%s(): %s must have the query's dtype %s, got %s%s"
                             % (_FN, name, _dtype_name(dt), _dtype_name(t.dtype),
@@ -390,23 +413,32 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
             raise TypeError("%s(): %s must be float32, got %s"
                             % (_FN, name, _dtype_name(t.dtype)))
     if tmp.dtype == torch.float32:
-        pa_tmp_dtype = _capi.PA_F32
-    elif tmp.dtype == dt:
-        pa_tmp_dtype = pa_dtype
-    else:
-        raise TypeError("%s(): tmp_output must be float32 or the query's dtype %s, got %s"
-                        % (_FN, _dtype_name(dt), _dtype_name(tmp.dtype)))
+        return pa_dtype, _capi.PA_F32
+    if tmp.dtype == dt:
+        return pa_dtype, pa_dtype
+    raise TypeError("%s(): tmp_output must be float32 or the query's dtype %s, got %s"
+                    % (_FN, _dtype_name(dt), _dtype_name(tmp.dtype)))
 
-    # --- shapes --------------------------------------------------------------
-    qsl = a.query_start_loc
-    rows_name = "num_query_tokens" if qsl is not None else "num_seqs"
+
+def _rows_name(a):
+    """What the query's dim 0 counts: query tokens with query_start_loc."""
+    return "num_query_tokens" if a.query_start_loc is not None else "num_seqs"
+
+
+def _check_cache_shapes(a, kv_cache_dtype):
+    """query, output and the caches agree with each other and with the
+    num_kv_heads and block_size arguments, in supported sizes. Returns
+    (R, H, D, NB, KVH, BS): query rows, heads, head_size, cache blocks, kv
+    heads, block_size."""
+    q, out, kc, vc = a.tensors[:4]
+    rows_name = _rows_name(a)
     if q.dim() != 3:
         raise _shape_error("query", "[%s, num_heads, head_size]" % rows_name, q)
     R, H, D = q.shape  # R: query rows (sequences, or query tokens with query_start_loc)
     if out.shape != (R, H, D):
         raise _shape_error("output", "[%s, num_heads, head_size] = %s" % (rows_name, [R, H, D]),
                            out, " (the query's)")
-    if fp8 and D % FP8_X:
+    if a.fp8 and D % FP8_X:
         raise ValueError("%s(): head_size %d (query.shape[2]) must be a multiple of %d with "
                          "kv_cache_dtype=%r (the key cache packs x = 16 one-byte elements)"
                          % (_FN, D, FP8_X, kv_cache_dtype))
@@ -421,12 +453,12 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
     if Dx * x != D:
         raise _shape_error("key_cache", "[num_blocks, num_kv_heads, head_size/x = %d/%d, ...]"
                            % (D, x), kc, " (head_size from query.shape[2])")
-    if num_kv_heads != KVH:
+    if a.num_kv_heads != KVH:
         raise ValueError("%s(): num_kv_heads argument (%d) must equal key_cache.shape[1] (%d)"
-                         % (_FN, num_kv_heads, KVH))
-    if block_size != BS:
+                         % (_FN, a.num_kv_heads, KVH))
+    if a.block_size != BS:
         raise ValueError("%s(): block_size argument (%d) must equal key_cache.shape[3] (%d)"
-                         % (_FN, block_size, BS))
+                         % (_FN, a.block_size, BS))
     if vc.shape != (NB, KVH, D, BS):
         raise _shape_error("value_cache", "[num_blocks, num_kv_heads, head_size, block_size] = %s"
                            % [NB, KVH, D, BS], vc)
@@ -439,8 +471,18 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
         raise NotImplementedError("%s(): head_size %d (query.shape[2]) is not supported; "
                                   "supported: %s" % (_FN, D, SUPPORTED_HEAD_SIZES))
     if BS not in SUPPORTED_BLOCK_SIZES:
-        raise NotImplementedError("%s(): block_size %d is not supported; supported: %s"
-                                  % (_FN, BS, SUPPORTED_BLOCK_SIZES))
+        raise NotImplementedError("%s(): block_size %d is not supported: it must be a power of "
+                                  "two in [8, 128] (%s)" % (_FN, BS, SUPPORTED_BLOCK_SIZES))
+    return R, H, D, NB, KVH, BS
+
+
+def _check_workspace_shapes(a, R, H, D, NB, BS):
+    """block_tables, seq_lens (and query_start_loc) per sequence; exp_sums,
+    max_logits and tmp_output per query row; every size within int32.
+    Returns (S, MB, P): sequences, max_blocks_per_seq, max_num_partitions."""
+    bt, sl, es, ml, tmp = a.tensors[4:]
+    qsl = a.query_start_loc
+    rows_name = _rows_name(a)
     bts = bt.shape
     S = _num_seqs(qsl, bt, R)
     if len(bts) != 2 or bts[0] != S or bts[1] < 1:
@@ -467,8 +509,12 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
                         ("max_num_partitions * %d" % PARTITION_SIZE, P * PARTITION_SIZE)):
             if v > _INT32_MAX:
                 raise ValueError("%s(): %s (%d) does not fit in int32" % (_FN, name, v))
+    return S, MB, P
 
-    # --- max_seq_len against the block tables and the workspace -------------
+
+def _check_max_seq_len(a, S, MB, BS, P):
+    """max_seq_len against the block tables and the workspace."""
+    max_seq_len, fixed_grid = a.max_seq_len, a.fixed_grid
     if max_seq_len < 0 or (max_seq_len == 0 and not fixed_grid and S > 0):
         raise ValueError("%s(): max_seq_len must be >= 1 (the longest seq_lens entry), got %d%s"
                          % (_FN, max_seq_len, "" if fixed_grid else
@@ -484,7 +530,10 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
                          "= %d (dim 2)" % (_FN, max_seq_len, max_seq_len, PARTITION_SIZE,
                                            needed, P))
 
-    for name, t in (("alibi_slopes", alibi), ("sinks", sinks_t)):
+
+def _check_per_head_tensors(a, H):
+    """alibi_slopes and sinks, where given: float32 [num_heads]."""
+    for name, t in (("alibi_slopes", a.alibi), ("sinks", a.sinks)):
         if t is None:
             continue
         if t.dtype != torch.float32:
@@ -493,28 +542,35 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
         if t.shape != (H,):
             raise _shape_error(name, "[num_heads] = [%d]" % H, t)
 
-    # --- layout -----------------------------------------------------------------
+
+def _check_layout(a):
+    """Every tensor contiguous. Returns (tensors, scale_tensors): (name,
+    tensor) pairs, the nine of pa_decode_args first, in its order, then the
+    optional ones given; the fp8 scale tensors given."""
+    q, out, kc, vc, bt, sl, es, ml, tmp = a.tensors
     tensors = (("query", q), ("key_cache", kc), ("value_cache", vc), ("block_tables", bt),
                ("seq_lens", sl), ("output", out), ("exp_sums", es), ("max_logits", ml),
                ("tmp_output", tmp))
-    if alibi is not None:
-        tensors += (("alibi_slopes", alibi),)
-    if sinks_t is not None:
-        tensors += (("sinks", sinks_t),)
-    if qsl is not None:
-        tensors += (("query_start_loc", qsl),)
-    scale_tensors = tuple((n, t) for n, t in (("k_scale", k_scale_t), ("v_scale", v_scale_t))
+    if a.alibi is not None:
+        tensors += (("alibi_slopes", a.alibi),)
+    if a.sinks is not None:
+        tensors += (("sinks", a.sinks),)
+    if a.query_start_loc is not None:
+        tensors += (("query_start_loc", a.query_start_loc),)
+    scale_tensors = tuple((n, t) for n, t in (("k_scale", a.k_scale_t), ("v_scale", a.v_scale_t))
                           if t is not None)
     for name, t in tensors:
         if not t.is_contiguous():
             raise ValueError("%s(): %s must be contiguous (row-major, no gaps), got strides %s "
                              "for shape %s; pass %s.contiguous()"
                              % (_FN, name, tuple(t.stride()), list(t.shape), name))
-    if fake:
-        _check_fake_alignment(tensors, scale_tensors)
-        _check_devices(q.device, tensors, scale_tensors, need_cuda=False)
-        return None
-    # The nine pointers in pa_decode_args order (the tensors' order), read once.
+    return tensors, scale_tensors
+
+
+def _check_alignment(tensors, scale_tensors):
+    """16-byte aligned addresses where the kernels load 16 bytes, 4-byte
+    aligned scale tensors. Returns the nine pointers in pa_decode_args order
+    (the tensors' order), each read once."""
     pointers = [t.data_ptr() for _, t in tensors[:9]]
     for i in _ALIGNED_16:
         if pointers[i] % 16:
@@ -524,29 +580,29 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
         if t.data_ptr() % 4:
             raise ValueError("%s(): %s must start at a 4-byte aligned address (one float32), "
                              "got 0x%x" % (_FN, name, t.data_ptr()))
+    return pointers
 
-    # --- devices ------------------------------------------------------------------
-    dev = q.device
-    _check_devices(dev, tensors, scale_tensors, need_cuda=True)
 
+def _make_call(a, pa_dtypes, sizes, dev, tensors, pointers):
+    """The checked call: sizes = (S, H, KVH, D, BS, NB, MB, P)."""
     c = Call()
-    c.dtype, c.tmp_dtype = pa_dtype, pa_tmp_dtype
-    c.num_seqs, c.num_heads, c.num_kv_heads, c.head_size = S, H, KVH, D
-    c.block_size, c.num_blocks, c.max_blocks_per_seq, c.max_num_partitions = BS, NB, MB, P
-    c.max_seq_len = 0 if fixed_grid else max_seq_len
-    c.scale = scale
+    c.dtype, c.tmp_dtype = pa_dtypes
+    (c.num_seqs, c.num_heads, c.num_kv_heads, c.head_size, c.block_size, c.num_blocks,
+     c.max_blocks_per_seq, c.max_num_partitions) = sizes
+    c.max_seq_len = 0 if a.fixed_grid else a.max_seq_len
+    c.scale = a.scale
     c.device_index = dev.index if dev.index is not None else torch.cuda.current_device()
     c.tensors = tensors
     c.pointers = pointers
-    c.alibi_slopes = alibi.data_ptr() if alibi is not None else 0
-    c.sliding_window = window
-    c.logits_soft_cap = soft_cap
-    c.kv_cache_dtype = kv
-    c.k_scale, c.v_scale = k_scale, v_scale
-    c.k_scale_ptr = k_scale_t.data_ptr() if k_scale_t is not None else 0
-    c.v_scale_ptr = v_scale_t.data_ptr() if v_scale_t is not None else 0
-    c.sinks = sinks_t.data_ptr() if sinks_t is not None else 0
-    c.query_start_loc = qsl.data_ptr() if qsl is not None else 0
+    c.alibi_slopes = a.alibi.data_ptr() if a.alibi is not None else 0
+    c.sliding_window = a.window
+    c.logits_soft_cap = a.soft_cap
+    c.kv_cache_dtype = a.kv
+    c.k_scale, c.v_scale = a.k_scale, a.v_scale
+    c.k_scale_ptr = a.k_scale_t.data_ptr() if a.k_scale_t is not None else 0
+    c.v_scale_ptr = a.v_scale_t.data_ptr() if a.v_scale_t is not None else 0
+    c.sinks = a.sinks.data_ptr() if a.sinks is not None else 0
+    c.query_start_loc = a.query_start_loc.data_ptr() if a.query_start_loc is not None else 0
     c.max_query_len = a.max_query_len
     return c
 

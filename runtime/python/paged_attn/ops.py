@@ -10,8 +10,11 @@
 #
 #===------------------------------------------------------------------------===#
 
+from __future__ import annotations
+
 import os
 import threading
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import torch
 
@@ -21,7 +24,7 @@ from ._checks import PARTITION_SIZE
 KERNEL_LIBRARY_ENV = "PA_KERNEL_LIBRARY"
 
 
-def kernel_library_candidates():
+def kernel_library_candidates() -> List[str]:
     """Where the kernel library folder is looked for, in order:
     $PA_KERNEL_LIBRARY, paged_attn/kernels/, <repo>/build/kernel-library."""
     env = os.environ.get(KERNEL_LIBRARY_ENV)
@@ -31,7 +34,7 @@ def kernel_library_candidates():
             os.path.join(_capi._REPO_ROOT, "build", "kernel-library")]
 
 
-def kernel_library_dir():
+def kernel_library_dir() -> str:
     candidates = kernel_library_candidates()
     for d in candidates:
         if os.path.isdir(d):
@@ -110,7 +113,8 @@ def _key_args(key):
     return out
 
 
-def init(device=None, keys=None):
+def init(device: Union[int, str, torch.device, None] = None,
+         keys: Union[str, Sequence[Mapping[str, Any]], None] = None) -> Dict[str, Any]:
     """Creates the device's context (indexes the kernel library; no module is
     loaded) and, with `keys`, loads now the modules those calls use, so that
     they load nothing later — do this before capturing a CUDA graph, where a
@@ -134,7 +138,7 @@ def init(device=None, keys=None):
             **{k: v for k, v in stats.items() if k != "bundles"}}
 
 
-def check_errors(device=None):
+def check_errors(device: Optional[Union[int, str, torch.device]] = None) -> None:
     """Raises paged_attn.PagedAttnBadInputError if a kernel on `device` (None:
     every device this module has a context on) found a block-table entry
     outside [0, num_blocks) or a seq_len outside [0, max_blocks_per_seq *
@@ -152,7 +156,7 @@ def check_errors(device=None):
             ctx.last_error(_current_stream(idx))
 
 
-def release_contexts():
+def release_contexts() -> None:
     """Destroys every context this module created (their modules are unloaded).
     The next call creates them again. Not safe while another thread launches."""
     with _contexts_lock:
@@ -181,11 +185,18 @@ def _decode_args(c):
         c.sinks, c.query_start_loc, c.max_query_len)
 
 
-def paged_attention_v2(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
-                       num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
-                       alibi_slopes, kv_cache_dtype="auto", k_scale=1.0, v_scale=1.0, *,
-                       fixed_grid=False, sliding_window=None, logits_soft_cap=None, sinks=None,
-                       query_start_loc=None, max_query_len=None, **kwargs):
+def paged_attention_v2(output: torch.Tensor, exp_sums: torch.Tensor, max_logits: torch.Tensor,
+                       tmp_output: torch.Tensor, query: torch.Tensor, key_cache: torch.Tensor,
+                       value_cache: torch.Tensor, num_kv_heads: int, scale: float,
+                       block_tables: torch.Tensor, seq_lens: torch.Tensor, block_size: int,
+                       max_seq_len: Optional[int], alibi_slopes: Optional[torch.Tensor],
+                       kv_cache_dtype: str = "auto", k_scale: Union[float, torch.Tensor] = 1.0,
+                       v_scale: Union[float, torch.Tensor] = 1.0, *, fixed_grid: bool = False,
+                       sliding_window: Optional[int] = None,
+                       logits_soft_cap: Optional[float] = None,
+                       sinks: Optional[torch.Tensor] = None,
+                       query_start_loc: Optional[torch.Tensor] = None,
+                       max_query_len: Optional[int] = None, **kwargs: int) -> None:
     """PagedAttention V2 decode; writes `output` (and the workspace).
 
     The seed's signature and vLLM's layouts (docs/python.md):
@@ -262,11 +273,16 @@ def _fake(*args, **kwargs):
 _op.register(_launch, _fake)
 
 
-def plan(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
-         num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes,
-         kv_cache_dtype="auto", k_scale=1.0, v_scale=1.0, *, fixed_grid=False,
-         sliding_window=None, logits_soft_cap=None, sinks=None, query_start_loc=None,
-         max_query_len=None, **kwargs):
+def plan(output: torch.Tensor, exp_sums: torch.Tensor, max_logits: torch.Tensor,
+         tmp_output: torch.Tensor, query: torch.Tensor, key_cache: torch.Tensor,
+         value_cache: torch.Tensor, num_kv_heads: int, scale: float, block_tables: torch.Tensor,
+         seq_lens: torch.Tensor, block_size: int, max_seq_len: Optional[int],
+         alibi_slopes: Optional[torch.Tensor], kv_cache_dtype: str = "auto",
+         k_scale: Union[float, torch.Tensor] = 1.0, v_scale: Union[float, torch.Tensor] = 1.0, *,
+         fixed_grid: bool = False, sliding_window: Optional[int] = None,
+         logits_soft_cap: Optional[float] = None, sinks: Optional[torch.Tensor] = None,
+         query_start_loc: Optional[torch.Tensor] = None, max_query_len: Optional[int] = None,
+         **kwargs: int) -> Dict[str, Any]:
     """What paged_attention_v2 with these arguments would launch, without
     launching: the runtime's pa_plan as a dict with keys variant, one_pass,
     partition_tokens, num_partitions, grid, block, reduce_grid, reduce_block,
@@ -279,6 +295,6 @@ def plan(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache
     return _context(c.device_index).plan(_decode_args(c))
 
 
-def max_num_partitions(max_seq_len):
+def max_num_partitions(max_seq_len: int) -> int:
     """Workspace dim 2 for contexts up to max_seq_len tokens: ceil(max_seq_len / 512)."""
     return max(1, -(-int(max_seq_len) // PARTITION_SIZE))
