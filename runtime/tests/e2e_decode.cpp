@@ -18,10 +18,13 @@
 // Every case also checks that the kernels recorded no bad input
 // (pa_context_last_error). With --poison the cases are instead bad block
 // tables (docs/runtime.md, "Bad block tables"): entries of chosen sequences
-// set to >= num_blocks or negative, a seq_len out of range, or a bad entry
-// before a sliding window (never read): exactly the rows that attend to a
-// bad entry must be NaN, every other row correct against the reference, and
-// pa_context_last_error must report one of the bad entries (then nothing).
+// set to >= num_blocks or negative, a seq_len out of range, a bad entry
+// before a sliding window (never read), or bad entries at the edges of the
+// ranges of several query tokens (packed tiles): exactly the rows the
+// contract of docs/features.md names must be NaN (computed here from the
+// rows' ranges, not from the kernels), every other row correct against the
+// reference, and pa_context_last_error must report one of the bad entries
+// a NaN row attends (then nothing).
 //
 // Usage: e2e_decode --library DIR [--quick] [--seed N] [--long] [--case ID]
 //                   [--poison]
@@ -402,9 +405,15 @@ struct Case {
 /// Poisoned cases: bad block-table entries (>= num_blocks and negative) in
 /// chosen sequences; a seq_len out of range; a bad entry wholly before a
 /// sliding window (no program reads it: no NaN, nothing reported).
-enum Poison { kPoisonNone, kPoisonEntries, kPoisonSeqLen, kPoisonBeforeWindow };
+enum Poison {
+  kPoisonNone,
+  kPoisonEntries,
+  kPoisonSeqLen,
+  kPoisonBeforeWindow,
+  kPoisonEdges
+};
 const char *const kPoisonNames[] = {"", " poison-entries", " poison-seq_len",
-                                    " poison-before-window"};
+                                    " poison-before-window", " poison-edges"};
 
 /// Every value of every dimension appears: dtype x head size (x block size
 /// in the full run) is a full product, the other dimensions cycle with
@@ -770,6 +779,22 @@ std::vector<BadValue> poisonInputs(const Case &c, Rng &rng, Inputs &in,
     int value = rng.range(0, 1) ? -3 : in.maxBlocksPerSeq * B + 1;
     lens[s] = value;
     bad.push_back({s, -1, value});
+  } else if (c.poison == kPoisonEdges) {
+    // Several query tokens per sequence (packed in one tensor-core program
+    // where the tile holds more than a GQA group): the block of a
+    // sequence's last context token, which its earlier query tokens may not
+    // reach, or (with a window) the block of its first query token's window
+    // start, which the later ones may have left. Only some rows of a pack
+    // are then NaN.
+    for (int s = 0; s < in.numSeqs; ++s) {
+      int q = in.queryLenOf(s), len = in.seqLens[s];
+      if (q < 2 || len < 1)
+        continue;
+      int first = std::max(0, len - q + 1 - std::max(in.slidingWindow, 0));
+      int index = s % 2 == 0 || in.slidingWindow <= 0 ? (len - 1) / B
+                                                       : first / B;
+      set(s, index, kBadValues[rng.range(0, 3)]);
+    }
   } else if (c.poison == kPoisonBeforeWindow) {
     // The longest sequence; a window that starts 1024 tokens or more after
     // its start, and a bad block at least 512 tokens before the window's
@@ -784,9 +809,9 @@ std::vector<BadValue> poisonInputs(const Case &c, Rng &rng, Inputs &in,
   return bad;
 }
 
-/// Whether row `row` (of sequence s, attending to `len` tokens) must be NaN:
-/// its sequence's seq_len is bad, or a bad entry lies in the blocks of its
-/// attended tokens (the window's, with one).
+/// Whether row `row` (of sequence s, attending to `len` tokens) must be NaN
+/// (docs/features.md, "Bad block tables"): its sequence's seq_len is bad, or
+/// a bad entry covers a token of its range [window start, len).
 bool rowPoisoned(const Inputs &in, const std::vector<BadValue> &bad, int s,
                  int len) {
   int first = in.slidingWindow > 0 ? std::max(0, len - in.slidingWindow) : 0;
@@ -1194,6 +1219,10 @@ int main(int argc, char **argv) {
         {kPoisonSeqLen, shapeIndex("GQA4"), kShort, true, 0, 0},
         {kPoisonBeforeWindow, (int(k) + 2) % kNumShapes, kMedium, false, 0,
          0},
+        // Packed tiles (GQA 4: two query tokens per 8-head tile): bad
+        // blocks at the edges of the tokens' ranges.
+        {kPoisonEdges, shapeIndex("GQA4"), kRagged, false, kWindow, 4},
+        {kPoisonEdges, shapeIndex("GQA4"), kShort, true, 0, 4},
     };
     for (const P &p : kPoisonCases) {
       Case c = keys[k];
