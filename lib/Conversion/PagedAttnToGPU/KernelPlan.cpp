@@ -73,9 +73,8 @@ static int64_t perWarps(int64_t programsOf4Warps, int64_t warps) {
   return std::max<int64_t>(1, programsOf4Warps * 4 / warps);
 }
 
-FailureOr<KernelPlan>
-mlir::paged_attn::planKernel(DecodeV2Op op,
-                             const PagedAttnToGPUOptions &options) {
+/// The element types and key packing of `op`, every kernel's.
+static KernelPlan planTypes(DecodeV2Op op) {
   KernelPlan p;
   p.elemType = op.getQueryType().getElementType();
   p.cacheType = op.getKeyCacheType().getElementType();
@@ -87,20 +86,16 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
   p.cacheBytes = p.cacheType.getIntOrFloatBitWidth() / 8;
   p.keyPack = 16 / p.cacheBytes;
   p.chunks = p.headSize / p.keyPack;
-  int64_t group = op.getNumHeads() / op.getNumKvHeads();
   p.extLogits = op.getAlibiSlopes() || op.getLogitsSoftCap();
+  return p;
+}
 
-  if (options.simtPieceBytes != 0 && options.simtPieceBytes != 8 &&
-      options.simtPieceBytes != 16)
-    return op.emitOpError("simt-piece-bytes (")
-           << options.simtPieceBytes << ") must be 8 or 16";
-
-  // Tensor cores where the chip has mma.sync.m16n8k16 and the cache is a
-  // 16-bit float of the query's type.
-  int64_t sm = chipVersion(options.chip);
-  if (sm == 0)
-    return op.emitOpError("unknown chip '") << options.chip << "'";
-  p.fp8Hardware = p.fp8Cache() && sm >= 89;
+/// The partition kernel `p` runs on chip sm_`sm`: tensor cores where the
+/// chip has mma.sync.m16n8k16 and the cache suits them, wmma on sm_7x for
+/// f16 groups that fill its tile, else SIMT; `options.kernel` forces one.
+static LogicalResult chooseKind(DecodeV2Op op,
+                                const PagedAttnToGPUOptions &options,
+                                int64_t sm, int64_t group, KernelPlan &p) {
   // fp8 caches join when the chip widens them to f16 in hardware and the
   // query is f16 (a bf16 query would need bf16 operands: SIMT).
   bool mmaTypes = (p.cacheType == p.elemType &&
@@ -139,61 +134,51 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
     return op.emitOpError("kernel must be auto, simt, mma or wmma (got '")
            << options.kernel << "')";
   }
+  return success();
+}
 
-  p.warps = options.warps;
-  if (p.warps < 1 || p.warps > 16)
-    return op.emitOpError("warps (") << p.warps << ") must be in [1, 16]";
-  if (p.usesMma()) {
-    p.headsPerProgram = options.headsPerProgram > 0
-                            ? options.headsPerProgram
-                            : defaultMmaHeadsPerProgram(group, p.headSize);
-    if (p.headsPerProgram != 8 && p.headsPerProgram != 16)
-      return op.emitOpError("heads-per-program (")
-             << p.headsPerProgram
-             << ") of the tensor-core kernel must be 8 or 16 (n8 blocks)";
-    if (p.headsPerProgram == 16 && p.headSize > 128)
-      return op.emitOpError("heads-per-program 16 of the tensor-core kernel "
-                            "needs head_size <= 128 (got ")
-             << p.headSize << "): its accumulators would spill";
-    // One 16-token m-block of keys per warp step; its 8-byte value loads
-    // need 4 tokens of one block.
-    p.tokenStep = 16;
-    // Occupancy: a memory-bound kernel wants as many warps in flight as the
-    // registers allow. The accumulators (4 per m16 block and n8 block) set
-    // the budget; these are the most programs per SM ptxas fits without
-    // spilling, measured on every head size and tile for sm_80 and sm_90.
-    // ALiBi and the soft cap (_ext) cost about as many registers as 16
-    // more accumulators. ptxas for sm_80 needs a few more registers than
-    // for sm_90 at the same tile, so its steps are 8 accumulators lower.
-    int64_t accumulators = p.headSize / 4 * (p.headsPerProgram / 8) +
-                           (p.extLogits ? 16 : 0);
-    if (sm < 90)
-      accumulators += 8;
-    // With _ext logits a partial last chunk quad (head sizes 80, 112) costs
-    // its clamped indices too (d112 spilled at 3 programs on sm_90).
-    if (p.extLogits && p.chunks % 4 != 0)
-      accumulators += 8;
-    p.programsPerSM = perWarps(
-        accumulators <= 32 ? 4 : accumulators <= 48 ? 3 : 2, p.warps);
-    if (op.getPartitionSize() % p.tokenStep != 0)
-      return op.emitOpError("partition_size ")
-             << op.getPartitionSize() << " must be a multiple of the kernel's "
-             << "token step (" << p.tokenStep << ")";
-    return p;
-  }
+/// The tensor-core kernel's tile and occupancy.
+static LogicalResult planMma(DecodeV2Op op,
+                             const PagedAttnToGPUOptions &options, int64_t sm,
+                             int64_t group, KernelPlan &p) {
+  p.headsPerProgram = options.headsPerProgram > 0
+                          ? options.headsPerProgram
+                          : defaultMmaHeadsPerProgram(group, p.headSize);
+  if (p.headsPerProgram != 8 && p.headsPerProgram != 16)
+    return op.emitOpError("heads-per-program (")
+           << p.headsPerProgram
+           << ") of the tensor-core kernel must be 8 or 16 (n8 blocks)";
+  if (p.headsPerProgram == 16 && p.headSize > 128)
+    return op.emitOpError("heads-per-program 16 of the tensor-core kernel "
+                          "needs head_size <= 128 (got ")
+           << p.headSize << "): its accumulators would spill";
+  // One 16-token m-block of keys per warp step; its 8-byte value loads
+  // need 4 tokens of one block.
+  p.tokenStep = 16;
+  // Occupancy: a memory-bound kernel wants as many warps in flight as the
+  // registers allow. The accumulators (4 per m16 block and n8 block) set
+  // the budget; these are the most programs per SM ptxas fits without
+  // spilling, measured on every head size and tile for sm_80 and sm_90.
+  // ALiBi and the soft cap (_ext) cost about as many registers as 16
+  // more accumulators. ptxas for sm_80 needs a few more registers than
+  // for sm_90 at the same tile, so its steps are 8 accumulators lower.
+  int64_t accumulators = p.headSize / 4 * (p.headsPerProgram / 8) +
+                         (p.extLogits ? 16 : 0);
+  if (sm < 90)
+    accumulators += 8;
+  // With _ext logits a partial last chunk quad (head sizes 80, 112) costs
+  // its clamped indices too (d112 spilled at 3 programs on sm_90).
+  if (p.extLogits && p.chunks % 4 != 0)
+    accumulators += 8;
+  p.programsPerSM = perWarps(
+      accumulators <= 32 ? 4 : accumulators <= 48 ? 3 : 2, p.warps);
+  return success();
+}
 
-  if (p.usesWmma()) {
-    p.headsPerProgram = 8;
-    // A step is one m16n16k16 score block: 16 tokens.
-    p.tokenStep = 16;
-    p.programsPerSM = perWarps(wmmaProgramsPerSM(p.headSize), p.warps);
-    if (op.getPartitionSize() % p.tokenStep != 0)
-      return op.emitOpError("partition_size ")
-             << op.getPartitionSize() << " must be a multiple of the kernel's "
-             << "token step (" << p.tokenStep << ")";
-    return p;
-  }
-
+/// The SIMT kernel's lane mapping (KernelPlan.h).
+static LogicalResult planSimt(DecodeV2Op op,
+                              const PagedAttnToGPUOptions &options,
+                              int64_t group, KernelPlan &p) {
   p.headsPerProgram = options.headsPerProgram > 0
                           ? options.headsPerProgram
                           : defaultHeadsPerProgram(group, p.headSize,
@@ -223,6 +208,41 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
   assert(p.groupTokens <= 8 && "block sizes start at 8");
   p.tokenStep = p.groups * p.groupTokens;
   p.dimsPerLane = llvm::divideCeil(p.headSize, p.lanesPerToken);
+  return success();
+}
+
+FailureOr<KernelPlan>
+mlir::paged_attn::planKernel(DecodeV2Op op,
+                             const PagedAttnToGPUOptions &options) {
+  KernelPlan p = planTypes(op);
+  int64_t group = op.getNumHeads() / op.getNumKvHeads();
+  if (options.simtPieceBytes != 0 && options.simtPieceBytes != 8 &&
+      options.simtPieceBytes != 16)
+    return op.emitOpError("simt-piece-bytes (")
+           << options.simtPieceBytes << ") must be 8 or 16";
+  int64_t sm = chipVersion(options.chip);
+  if (sm == 0)
+    return op.emitOpError("unknown chip '") << options.chip << "'";
+  p.fp8Hardware = p.fp8Cache() && sm >= 89;
+  if (failed(chooseKind(op, options, sm, group, p)))
+    return failure();
+
+  p.warps = options.warps;
+  if (p.warps < 1 || p.warps > 16)
+    return op.emitOpError("warps (") << p.warps << ") must be in [1, 16]";
+  LogicalResult planned = success();
+  if (p.usesMma()) {
+    planned = planMma(op, options, sm, group, p);
+  } else if (p.usesWmma()) {
+    p.headsPerProgram = 8;
+    // A step is one m16n16k16 score block: 16 tokens.
+    p.tokenStep = 16;
+    p.programsPerSM = perWarps(wmmaProgramsPerSM(p.headSize), p.warps);
+  } else {
+    planned = planSimt(op, options, group, p);
+  }
+  if (failed(planned))
+    return failure();
   if (op.getPartitionSize() % p.tokenStep != 0)
     return op.emitOpError("partition_size ")
            << op.getPartitionSize() << " must be a multiple of the kernel's "
