@@ -75,13 +75,61 @@ public:
   using PartitionProgram::PartitionProgram;
 
 private:
+  /// One warp step's values, handed from phase to phase of emitStep.
+  struct MmaStep {
+    Value step, tok0;
+    StepMask mask;
+    /// The step's two halves of 8 tokens: block base, slot of the half's
+    /// first token in its block, whether its block-table entry is bad.
+    Value halfBase[2], halfSlot[2], halfBad[2];
+    /// Key words [row half][chunk quad] -> 4 words; values [dim half][m block].
+    SmallVector<SmallVector<Value>> keyWords[2];
+    SmallVector<Value> vecV[2];
+    /// The lane's value tokens (4t), the next value load's offset, the stride.
+    Value vTok, vOfs, vStride;
+    /// Token rows g and g + 8: offset in the step, ALiBi position, and with
+    /// StepMask::range whether the token is in the program's range.
+    Value rowTok[2], rowPos[2], rowValid[2];
+
+    bool masked() const { return mask != StepMask::none; }
+  };
+
   void emitPartition(ImplicitLocOpBuilder &b) override;
   /// Stages the tile's query in workgroup memory (one barrier).
   void stageQuery(ImplicitLocOpBuilder &b);
   /// Workgroup index of query chunk `chunk` of tile slot `slot`.
   Value qIndex(ImplicitLocOpBuilder &b, Value slot, Value chunk);
+  /// One warp step, in the phases below: every load, the score products,
+  /// the logits, the online softmax, the weights through workgroup memory,
+  /// the weighted values.
   MmaState emitStep(ImplicitLocOpBuilder &b, Value step, StepMask mask,
                     MmaState state);
+  void locateHalves(ImplicitLocOpBuilder &b, MmaStep &st);
+  void loadKeys(ImplicitLocOpBuilder &b, MmaStep &st);
+  void planValueLoads(ImplicitLocOpBuilder &b, MmaStep &st);
+  void loadValues(ImplicitLocOpBuilder &b, MmaStep &st);
+  SmallVector<SmallVector<Value>> scoreProducts(ImplicitLocOpBuilder &b,
+                                                MmaStep &st);
+  /// Whether token `ofs` of the step is in the program's range (packed
+  /// slots: in the union the step-relative i32 range covers).
+  Value inRange(ImplicitLocOpBuilder &b, MmaStep &st, Value ofs);
+  void planRows(ImplicitLocOpBuilder &b, MmaStep &st);
+  Value slotValid(ImplicitLocOpBuilder &b, MmaStep &st, int64_t n, int64_t r,
+                  int64_t e);
+  SmallVector<Value> scaledLogits(ImplicitLocOpBuilder &b, MmaStep &st,
+                                  ArrayRef<SmallVector<Value>> s);
+  /// Logit [n][r][e] with ALiBi and the step's mask.
+  Value logit(ImplicitLocOpBuilder &b, MmaStep &st, ArrayRef<Value> logits,
+              int64_t n, int64_t r, int64_t e);
+  void foldSoftmax(ImplicitLocOpBuilder &b, MmaStep &st, ArrayRef<Value> logits,
+                   MmaState &state, SmallVector<Value> &alpha,
+                   SmallVector<SmallVector<Value>> &p);
+  SmallVector<SmallVector<Value>> shareWeights(ImplicitLocOpBuilder &b,
+                                               MmaStep &st,
+                                               ArrayRef<SmallVector<Value>> p);
+  void accumulateValues(ImplicitLocOpBuilder &b, MmaStep &st,
+                        ArrayRef<Value> alpha, ArrayRef<SmallVector<Value>> pB,
+                        MmaState &state);
   void storeWarpState(ImplicitLocOpBuilder &b, MmaState state);
 
   /// The 32-bit words of a loaded vector of the cache type.
@@ -300,18 +348,35 @@ void MmaPartitionBuilder::planSlotRanges(ImplicitLocOpBuilder &b) {
 
 MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
                                        StepMask mask, MmaState state) {
-  const int64_t x = plan.keyPack;
-  const bool masked = mask != StepMask::none;
-  const bool perSlot = mask == StepMask::slots;
-  Value tok0 = stepToken(b, step);
-  // Whether each half's block-table entry is bad (checkedEntry).
-  Value halfBad[2];
+  MmaStep st{step, stepToken(b, step), mask};
+  locateHalves(b, st);
+  loadKeys(b, st);
+  planValueLoads(b, st);
+  // A masked step (at most two per warp) loads its values after the
+  // softmax: its masks would otherwise meet every load of the step in
+  // registers, over the caps of the d192 and fp8 tiles.
+  if (!st.masked())
+    loadValues(b, st);
+  SmallVector<SmallVector<Value>> s = scoreProducts(b, st);
+  planRows(b, st);
+  SmallVector<Value> logits = scaledLogits(b, st, s);
+  SmallVector<Value> alpha;
+  SmallVector<SmallVector<Value>> p;
+  foldSoftmax(b, st, logits, state, alpha, p);
+  SmallVector<SmallVector<Value>> pB = shareWeights(b, st, p);
+  if (st.masked())
+    loadValues(b, st);
+  accumulateValues(b, st, alpha, pB, state);
+  return state;
+}
+
+void MmaPartitionBuilder::locateHalves(ImplicitLocOpBuilder &b, MmaStep &st) {
   auto physOf = [&](Value logical, int64_t half) {
     CheckedEntry entry = checkedEntry(
         b, memref::LoadOp::create(
                b, blockTables,
                ValueRange{arith::AddIOp::create(b, blockRow, logical)}));
-    halfBad[half] = entry.bad;
+    st.halfBad[half] = entry.bad;
     return arith::AddIOp::create(
         b, arith::MulIOp::create(b, toIndex(b, entry.entry), blockStride),
         kvHeadOffset);
@@ -319,31 +384,31 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
   // The step's 16 tokens are two halves of 8, each inside one block (block
   // sizes are powers of two from 8): the halves' block-table entries, equal
   // for blocks of 16 and more (the second load then hits L1).
-  Value tok1 = arith::AddIOp::create(b, tok0, cIdx(b, 8));
+  Value tok1 = arith::AddIOp::create(b, st.tok0, cIdx(b, 8));
   Value logical1 = blockOf(b, tok1);
-  if (masked) // stay inside the sequence's blocks
+  if (st.masked()) // stay inside the sequence's blocks
     logical1 = arith::MinUIOp::create(
         b, logical1, blockOf(b, arith::SubIOp::create(b, seqLen, cIdx(b, 1))));
-  Value halfBase[2] = {physOf(blockOf(b, tok0), 0), physOf(logical1, 1)};
-  Value halfSlot[2] = {blockSlotOf(b, tok0), blockSlotOf(b, tok1)};
-  // Key rows g and g + 8: (block base, slot in the block).
-  auto rowSlot = [&](int64_t r) -> std::pair<Value, Value> {
-    return {halfBase[r / 8], arith::AddIOp::create(b, halfSlot[r / 8], g)};
-  };
+  st.halfBase[0] = physOf(blockOf(b, st.tok0), 0);
+  st.halfBase[1] = physOf(logical1, 1);
+  st.halfSlot[0] = blockSlotOf(b, st.tok0);
+  st.halfSlot[1] = blockSlotOf(b, tok1);
+}
 
-  // Every load of the step before any arithmetic: key chunks (16 bytes) of
-  // both rows, then values (8 bytes) of both dims of every m16 block.
-  // With block_size a run-time value the offsets between a row's loads are
-  // no longer load immediates; each load's offset is the previous one's
-  // plus one run-time stride (a chain), so the only loop-invariant values
-  // are the strides: offsets j * stride computed once would be hoisted out
-  // of the step loop and live through it (20 64-bit registers at d128,
-  // which made the tile spill at 4 programs per SM).
+void MmaPartitionBuilder::loadKeys(ImplicitLocOpBuilder &b, MmaStep &st) {
+  // Key chunks (16 bytes) of rows g and g + 8, every load of the step
+  // before any arithmetic. With block_size a run-time value the offsets
+  // between a row's loads are no longer load immediates; each load's offset
+  // is the previous one's plus one run-time stride (a chain), so the only
+  // loop-invariant values are the strides: offsets j * stride computed once
+  // would be hoisted out of the step loop and live through it (20 64-bit
+  // registers at d128, which made the tile spill at 4 programs per SM).
   // Key quad j of a row is 4 j chunks past quad 0: (4 x) << log2(bs).
-  SmallVector<SmallVector<Value>> keyWords[2]; // [row][quad] -> 4 words
+  const int64_t x = plan.keyPack;
   Value quadStride = timesBlock(b, cIdx(b, 4 * x));
   for (int64_t r = 0; r < 2; ++r) {
-    auto [base, slot] = rowSlot(8 * r);
+    Value base = st.halfBase[r];
+    Value slot = arith::AddIOp::create(b, st.halfSlot[r], g);
     Value ofs = keyChunkOffset(b, base, t, slot);
     for (int64_t j = 0; j < quads(); ++j) {
       if (j > 0)
@@ -355,37 +420,39 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
             cIdx(b, plan.chunks - 1));
         at = keyChunkOffset(b, base, chunk, slot);
       }
-      keyWords[r].push_back(cacheWords(b, loadVector(b, keyCache, at, x)));
+      st.keyWords[r].push_back(cacheWords(b, loadVector(b, keyCache, at, x)));
     }
   }
+}
+
+void MmaPartitionBuilder::planValueLoads(ImplicitLocOpBuilder &b, MmaStep &st) {
   // The lane's value tokens 4t .. 4t + 3 of dims g + 8 k (k = 2 mb + r):
   // value_cache[phys, kvh, dim, slot : slot + 4], dim k's row 8 << log2(bs)
   // elements past dim k - 1's.
-  Value vTok = arith::MulIOp::create(b, t, cIdx(b, 4));
+  st.vTok = arith::MulIOp::create(b, t, cIdx(b, 4));
   Value second =
       arith::CmpIOp::create(b, arith::CmpIPredicate::uge, t, cIdx(b, 2));
-  Value vBase = arith::SelectOp::create(b, second, halfBase[1], halfBase[0]);
-  Value vSlot = blockSlotOf(b, arith::AddIOp::create(b, tok0, vTok));
-  Value vStride = timesBlock(b, cIdx(b, 8));
-  Value vOfs = arith::AddIOp::create(
+  Value vBase =
+      arith::SelectOp::create(b, second, st.halfBase[1], st.halfBase[0]);
+  Value vSlot = blockSlotOf(b, arith::AddIOp::create(b, st.tok0, st.vTok));
+  st.vStride = timesBlock(b, cIdx(b, 8));
+  st.vOfs = arith::AddIOp::create(
       b, vBase, arith::AddIOp::create(b, timesBlock(b, g), vSlot));
-  SmallVector<Value> vecV[2]; // [dim half][m block]
-  auto loadValues = [&] {
-    for (int64_t mb = 0; mb < mBlocks(); ++mb)
-      for (int64_t r = 0; r < 2; ++r) {
-        if (mb + r > 0)
-          vOfs = arith::AddIOp::create(b, vOfs, vStride);
-        vecV[r].push_back(loadVector(b, valueCache, vOfs, 4));
-      }
-  };
-  // A masked step (at most two per warp) loads its values after the
-  // softmax: its masks would otherwise meet every load of the step in
-  // registers, over the caps of the d192 and fp8 tiles.
-  if (!masked)
-    loadValues();
+}
 
-  // Scores: S^T per n8 block of heads, 2 mma per chunk quad; Q's B
-  // operand (chunk 4j + t of head 8n + g) from workgroup memory.
+void MmaPartitionBuilder::loadValues(ImplicitLocOpBuilder &b, MmaStep &st) {
+  for (int64_t mb = 0; mb < mBlocks(); ++mb)
+    for (int64_t r = 0; r < 2; ++r) {
+      if (mb + r > 0)
+        st.vOfs = arith::AddIOp::create(b, st.vOfs, st.vStride);
+      st.vecV[r].push_back(loadVector(b, valueCache, st.vOfs, 4));
+    }
+}
+
+SmallVector<SmallVector<Value>>
+MmaPartitionBuilder::scoreProducts(ImplicitLocOpBuilder &b, MmaStep &st) {
+  // S^T per n8 block of heads, 2 mma per chunk quad; Q's B operand (chunk
+  // 4j + t of head 8n + g) from workgroup memory.
   SmallVector<SmallVector<Value>> s(nBlocks());
   for (int64_t n = 0; n < nBlocks(); ++n) {
     SmallVector<Value> c(4, cF32(b, 0.0f));
@@ -402,93 +469,114 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
             cIdx(b, sub));
         SmallVector<Value> q =
             words(b, loadVector(b, shared, qIndex(b, slot, chunk), 4));
+        auto &k = st.keyWords;
         for (int64_t h = 0; h < 2; ++h) {
           int64_t w = 4 * sub + 2 * h;
-          mma(b,
-              {keyWords[0][j][w], keyWords[1][j][w], keyWords[0][j][w + 1],
-               keyWords[1][j][w + 1]},
+          mma(b, {k[0][j][w], k[1][j][w], k[0][j][w + 1], k[1][j][w + 1]},
               {q[2 * h], q[2 * h + 1]}, c);
         }
       }
     s[n] = c;
   }
+  return s;
+}
 
-  // Tokens g, g + 8 (scores) and 4t + i (values) of the partition's range.
-  auto valid = [&](Value ofs) -> Value {
-    if (!perSlot)
-      return tokenValid(b, arith::AddIOp::create(b, tok0, ofs));
-    Value tok = arith::IndexCastOp::create(
-        b, b.getI32Type(),
-        arith::AddIOp::create(
-            b, arith::MulIOp::create(b, step, cIdx(b, plan.tokenStep)), ofs));
-    return arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                 arith::SubIOp::create(b, tok, rangeLo),
-                                 rangeWidth);
-  };
-  Value rowTok[2], rowPos[2], rowValid[2];
+Value MmaPartitionBuilder::inRange(ImplicitLocOpBuilder &b, MmaStep &st,
+                                   Value ofs) {
+  if (st.mask != StepMask::slots)
+    return tokenValid(b, arith::AddIOp::create(b, st.tok0, ofs));
+  Value tok = arith::IndexCastOp::create(
+      b, b.getI32Type(),
+      arith::AddIOp::create(
+          b, arith::MulIOp::create(b, st.step, cIdx(b, plan.tokenStep)), ofs));
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                               arith::SubIOp::create(b, tok, rangeLo),
+                               rangeWidth);
+}
+
+void MmaPartitionBuilder::planRows(ImplicitLocOpBuilder &b, MmaStep &st) {
+  // Tokens g and g + 8 of the step: ALiBi positions, and with the
+  // program's range as the mask whether they are inside it.
   for (int64_t r = 0; r < 2; ++r) {
-    rowTok[r] = arith::AddIOp::create(b, g, cIdx(b, 8 * r));
+    st.rowTok[r] = arith::AddIOp::create(b, g, cIdx(b, 8 * r));
     if (plan.extLogits)
-      rowPos[r] = alibiPosition(b, arith::AddIOp::create(b, tok0, rowTok[r]));
-    if (mask == StepMask::range)
-      rowValid[r] = valid(rowTok[r]);
+      st.rowPos[r] =
+          alibiPosition(b, arith::AddIOp::create(b, st.tok0, st.rowTok[r]));
+    if (st.mask == StepMask::range)
+      st.rowValid[r] = inRange(b, st, st.rowTok[r]);
   }
-  // Token row r against slot (n, e)'s range: the program's, or with
-  // several tokens per program the slot's own [lo, hi).
-  auto slotValid = [&](int64_t n, int64_t r, int64_t e) -> Value {
-    if (!perSlot)
-      return rowValid[r];
-    Value tok = arith::IndexCastOp::create(
-        b, b.getI32Type(),
-        arith::AddIOp::create(
-            b, arith::MulIOp::create(b, step, cIdx(b, plan.tokenStep)),
-            rowTok[r]));
-    return arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                 arith::SubIOp::create(b, tok, lo[2 * n + e]),
-                                 width[2 * n + e]);
-  };
+}
 
-  // The logits in the log2 domain: scale, soft cap, ALiBi, then the mask
-  // (last, so a masked token stays -inf whatever the cap does).
-  // A bad block's tokens get NaN logits (a NaN scale for their row), which
-  // the masks keep where a slot attends to them. Every slot attends to all
-  // of an unmasked step's tokens: one flag serves both rows.
+Value MmaPartitionBuilder::slotValid(ImplicitLocOpBuilder &b, MmaStep &st,
+                                     int64_t n, int64_t r, int64_t e) {
+  // Token row r against slot (n, e)'s range: the program's, or with
+  // several tokens per program the slot's own [lo, lo + width).
+  if (st.mask != StepMask::slots)
+    return st.rowValid[r];
+  Value tok = arith::IndexCastOp::create(
+      b, b.getI32Type(),
+      arith::AddIOp::create(
+          b, arith::MulIOp::create(b, st.step, cIdx(b, plan.tokenStep)),
+          st.rowTok[r]));
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                               arith::SubIOp::create(b, tok, lo[2 * n + e]),
+                               width[2 * n + e]);
+}
+
+SmallVector<Value>
+MmaPartitionBuilder::scaledLogits(ImplicitLocOpBuilder &b, MmaStep &st,
+                                  ArrayRef<SmallVector<Value>> s) {
+  // The scores scaled to the log2 domain and soft-capped, [n][r][e]. A bad
+  // block's tokens get NaN logits (a NaN scale for their row), which the
+  // masks keep where a slot attends to them. Every slot attends to all of
+  // an unmasked step's tokens: one flag serves both rows.
   Value qScale = arith::MulFOp::create(b, scale, cF32(b, M_LOG2E));
   Value rowScale[2];
-  if (masked) {
-    rowScale[0] = poisonIf(b, halfBad[0], qScale);
-    rowScale[1] = poisonIf(b, halfBad[1], qScale);
+  if (st.masked()) {
+    rowScale[0] = poisonIf(b, st.halfBad[0], qScale);
+    rowScale[1] = poisonIf(b, st.halfBad[1], qScale);
   } else {
     rowScale[0] = rowScale[1] = poisonIf(
-        b, arith::OrIOp::create(b, halfBad[0], halfBad[1]), qScale);
+        b, arith::OrIOp::create(b, st.halfBad[0], st.halfBad[1]), qScale);
   }
-  SmallVector<Value> logits; // [n][r][e]
+  SmallVector<Value> logits;
   for (int64_t n = 0; n < nBlocks(); ++n)
     for (int64_t r = 0; r < 2; ++r)
       for (int64_t e = 0; e < 2; ++e)
         logits.push_back(
             arith::MulFOp::create(b, s[n][2 * r + e], rowScale[r]));
-  logits = softCap(b, logits);
-  auto logit = [&](int64_t n, int64_t r, int64_t e) {
-    Value v = logits[(n * 2 + r) * 2 + e];
-    if (plan.extLogits)
-      v = fma(b, slopes[2 * n + e], rowPos[r], v);
-    // A packed slot's position is offset from the program's last token's.
-    if (plan.extLogits)
-      v = arith::AddFOp::create(b, v, alibiBias[2 * n + e]);
-    return masked ? arith::SelectOp::create(b, slotValid(n, r, e), v,
-                                            cF32(b, -INFINITY))
-                  : v;
-  };
+  return softCap(b, logits);
+}
 
+Value MmaPartitionBuilder::logit(ImplicitLocOpBuilder &b, MmaStep &st,
+                                 ArrayRef<Value> logits, int64_t n, int64_t r,
+                                 int64_t e) {
+  // ALiBi, then the mask (last, so a masked token stays -inf whatever the
+  // cap does).
+  Value v = logits[(n * 2 + r) * 2 + e];
+  if (plan.extLogits)
+    v = fma(b, slopes[2 * n + e], st.rowPos[r], v);
+  // A packed slot's position is offset from the program's last token's.
+  if (plan.extLogits)
+    v = arith::AddFOp::create(b, v, alibiBias[2 * n + e]);
+  return st.masked() ? arith::SelectOp::create(b, slotValid(b, st, n, r, e), v,
+                                               cF32(b, -INFINITY))
+                     : v;
+}
+
+void MmaPartitionBuilder::foldSoftmax(ImplicitLocOpBuilder &b, MmaStep &st,
+                                      ArrayRef<Value> logits, MmaState &state,
+                                      SmallVector<Value> &alpha,
+                                      SmallVector<SmallVector<Value>> &p) {
   // Online softmax per head the lane owns (2t + e of each n8 block): the
   // step max over the 16 tokens (rows g, g + 8 here, the other g by xor
-  // shuffles over lane bits 2..4), the rescale, the weights.
-  SmallVector<Value> alpha(2 * nBlocks());
-  SmallVector<SmallVector<Value>> p(nBlocks(), SmallVector<Value>(4));
+  // shuffles over lane bits 2..4), the rescale, the weights p[n][2r + e].
+  alpha.assign(2 * nBlocks(), Value());
+  p.assign(nBlocks(), SmallVector<Value>(4));
   for (int64_t n = 0; n < nBlocks(); ++n)
     for (int64_t e = 0; e < 2; ++e) {
-      Value sc[2] = {logit(n, 0, e), logit(n, 1, e)};
+      Value sc[2] = {logit(b, st, logits, n, 0, e),
+                     logit(b, st, logits, n, 1, e)};
       Value mx = maxf(b, sc[0], sc[1]);
       for (int64_t off = 4; off < 32; off *= 2)
         mx = maxf(b, mx, shuffleXor(b, mx, off));
@@ -500,13 +588,18 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
                           arith::AddFOp::create(b, p[n][e], p[n][2 + e]));
       state.m(n, e) = mNew;
     }
+}
 
-  // Weights to the B operand of P . V: scratch[head][token] of this warp,
-  // buffer (step / warps) % 2.
+SmallVector<SmallVector<Value>>
+MmaPartitionBuilder::shareWeights(ImplicitLocOpBuilder &b, MmaStep &st,
+                                  ArrayRef<SmallVector<Value>> p) {
+  // The weights to the B operand of P . V through scratch[head][token] of
+  // this warp, buffer (step / warps) % 2: each lane stores its own and
+  // loads its tokens 4t .. 4t + 3 of head 8n + g.
   const int64_t stride = KernelPlan::kMmaScoreStride;
   const int64_t bufFloats = plan.headsPerProgram * stride;
   Value buf = arith::RemUIOp::create(
-      b, arith::DivUIOp::create(b, step, cIdx(b, plan.warps)), cIdx(b, 2));
+      b, arith::DivUIOp::create(b, st.step, cIdx(b, plan.warps)), cIdx(b, 2));
   Value bufBase = arith::AddIOp::create(
       b, cIdx(b, scratchBase()),
       arith::MulIOp::create(
@@ -536,23 +629,29 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
             arith::MulIOp::create(b,
                                   arith::AddIOp::create(b, g, cIdx(b, 8 * n)),
                                   cIdx(b, stride)),
-            vTok));
+            st.vTok));
     Value pv = loadVector(b, shared, idx, 4);
     SmallVector<Value> f;
     for (int64_t i = 0; i < 4; ++i)
       f.push_back(vector::ExtractOp::create(b, pv, i));
     pB[n] = {packWord(b, f[0], f[1]), packWord(b, f[2], f[3])};
   }
+  return pB;
+}
 
-  if (masked)
-    loadValues();
-  // In masked steps, values outside the range are zeroed: garbage must not
-  // meet a zero weight.
+void MmaPartitionBuilder::accumulateValues(ImplicitLocOpBuilder &b, MmaStep &st,
+                                           ArrayRef<Value> alpha,
+                                           ArrayRef<SmallVector<Value>> pB,
+                                           MmaState &state) {
+  // O^T = O^T . alpha + V^T . P^T per m16 block of dims. In masked steps,
+  // values outside the range are zeroed: garbage must not meet a zero
+  // weight.
   Value vMask;
-  if (masked) {
+  if (st.masked()) {
     SmallVector<Value> bits;
     for (int64_t i = 0; i < 4; ++i)
-      bits.push_back(valid(arith::AddIOp::create(b, vTok, cIdx(b, i))));
+      bits.push_back(
+          inRange(b, st, arith::AddIOp::create(b, st.vTok, cIdx(b, i))));
     vMask = vector::FromElementsOp::create(
         b, VectorType::get({4}, b.getI1Type()), bits);
   }
@@ -562,8 +661,8 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
   for (int64_t mb = 0; mb < mBlocks(); ++mb) {
     SmallVector<Value> w[2];
     for (int64_t r = 0; r < 2; ++r) {
-      Value v = vecV[r][mb];
-      if (masked)
+      Value v = st.vecV[r][mb];
+      if (st.masked())
         v = arith::SelectOp::create(b, vMask, v, vZero);
       w[r] = cacheWords(b, v);
     }
@@ -577,7 +676,6 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
         state.acc(n, mb, r) = c[r];
     }
   }
-  return state;
 }
 
 void MmaPartitionBuilder::storeWarpState(ImplicitLocOpBuilder &b,

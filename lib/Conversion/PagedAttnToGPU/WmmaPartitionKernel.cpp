@@ -106,8 +106,21 @@ private:
   /// The staged step's scores, online softmax and weighted values; the
   /// lane's logits are NaN (before the mask) where `bad` (i1): its tokens'
   /// block-table entry is bad.
+  /// One warp step on staged K/V: the scores, the online softmax, the
+  /// weights, the weighted values.
   WmmaState computeStep(ImplicitLocOpBuilder &b, Value tok0, bool masked,
                         Value bad, WmmaState state);
+  /// S = Q . K^T into the warp's S rows; returns their f32 index.
+  Value storeScores(ImplicitLocOpBuilder &b);
+  /// The lane's logits from S, folded into the state; returns alpha.
+  Value foldSoftmax(ImplicitLocOpBuilder &b, Value sIdx, Value myTok,
+                    Value tok0, bool masked, Value bad, WmmaState &state,
+                    SmallVector<Value> &p);
+  /// P (f16) and alpha to workgroup memory; returns P's f16 index.
+  Value storeWeights(ImplicitLocOpBuilder &b, Value sIdx, Value myTok,
+                     Value alpha, ArrayRef<Value> p);
+  void accumulateValues(ImplicitLocOpBuilder &b, Value sIdx, Value pIdx,
+                        WmmaState &state);
   void storeWarpState(ImplicitLocOpBuilder &b, WmmaState state);
 
   gpu::MMAMatrixType fragType(int64_t rows, int64_t cols, Type elem,
@@ -409,19 +422,25 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
                                             Value tok0, bool masked, Value bad,
                                             WmmaState state) {
   assert(plan.tokenStep == 16 && "one m16n16k16 block of scores per step");
-  const int64_t d = plan.headSize, mine = plan.tokenStep / 4;
-  Type f16 = b.getF16Type(), f32 = b.getF32Type();
+  Value sIdx = storeScores(b);
+  Value myTok = arith::MulIOp::create(b, quarter, cIdx(b, plan.tokenStep / 4));
+  SmallVector<Value> p;
+  Value alpha = foldSoftmax(b, sIdx, myTok, tok0, masked, bad, state, p);
+  Value pIdx = storeWeights(b, sIdx, myTok, alpha, p);
+  accumulateValues(b, sIdx, pIdx, state);
+  return state;
+}
 
-  // Scores: S = Q . K^T over the head dims, 16 at a time, into the warp's
-  // S rows.
-  auto aType = fragType(16, 16, f16, "AOp");
-  auto bType = fragType(16, 16, f16, "BOp");
-  auto sType = fragType(16, 16, f32, "COp");
+Value WmmaPartitionBuilder::storeScores(ImplicitLocOpBuilder &b) {
+  // S = Q . K^T over the head dims, 16 at a time, into the warp's S rows.
+  auto aType = fragType(16, 16, b.getF16Type(), "AOp");
+  auto bType = fragType(16, 16, b.getF16Type(), "BOp");
+  auto sType = fragType(16, 16, b.getF32Type(), "COp");
   Value qBase = cIdx(b, plan.wmmaQueryOffset() / 2);
   Value kRow = warpHalf(b, 0);
   Value sIdx = warpFloat(b, plan.wmmaSOffset());
   Value s = gpu::SubgroupMmaConstantMatrixOp::create(b, sType, cF32(b, 0.0f));
-  for (int64_t j = 0; j < d / 16; ++j) {
+  for (int64_t j = 0; j < plan.headSize / 16; ++j) {
     Value q = loadFrag(b, aType, stage,
                        arith::AddIOp::create(b, qBase, cIdx(b, 16 * j)),
                        keyStride(), /*colMajor=*/false);
@@ -435,9 +454,15 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
                                         b.getIndexAttr(scoreStride()),
                                         UnitAttr());
   syncWarp(b);
+  return sIdx;
+}
 
+Value WmmaPartitionBuilder::foldSoftmax(ImplicitLocOpBuilder &b, Value sIdx,
+                                        Value myTok, Value tok0, bool masked,
+                                        Value bad, WmmaState &state,
+                                        SmallVector<Value> &p) {
   // Online softmax of the lane's head `row`, its tokens myTok .. + mine - 1.
-  Value myTok = arith::MulIOp::create(b, quarter, cIdx(b, mine));
+  const int64_t mine = plan.tokenStep / 4;
   Value rowScores = arith::AddIOp::create(
       b, sIdx,
       arith::AddIOp::create(
@@ -471,7 +496,6 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
     mx = maxf(b, mx, shuffleXor(b, mx, off));
   Value mNew = maxf(b, state.m(), mx);
   Value alpha = exp2(b, arith::SubFOp::create(b, state.m(), mNew));
-  SmallVector<Value> p;
   Value sum = cF32(b, 0.0f);
   for (int64_t i = 0; i < mine; ++i) {
     p.push_back(exp2(b, arith::SubFOp::create(b, logits[i], mNew)));
@@ -479,9 +503,16 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
   }
   state.l() = fma(b, state.l(), alpha, sum);
   state.m() = mNew;
+  return alpha;
+}
 
+Value WmmaPartitionBuilder::storeWeights(ImplicitLocOpBuilder &b, Value sIdx,
+                                         Value myTok, Value alpha,
+                                         ArrayRef<Value> p) {
   // The weights P[head][token] (f16), and alpha along the head's row of the
   // 8 x 32 matrix that overlays S (once every lane has read its scores).
+  const int64_t mine = plan.tokenStep / 4;
+  Type f16 = b.getF16Type(), f32 = b.getF32Type();
   Value pVec = arith::TruncFOp::create(
       b, VectorType::get({mine}, f16),
       vector::FromElementsOp::create(b, VectorType::get({mine}, f32), p));
@@ -509,8 +540,13 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
                             /*nontemporal=*/false, llvm::MaybeAlign(16));
   }
   syncWarp(b);
+  return pIdx;
+}
 
+void WmmaPartitionBuilder::accumulateValues(ImplicitLocOpBuilder &b, Value sIdx,
+                                            Value pIdx, WmmaState &state) {
   // O = O . alpha + P . V, 32 head dims per fragment.
+  Type f16 = b.getF16Type(), f32 = b.getF32Type();
   Value pa = loadFrag(b, fragType(kTile, 16, f16, "AOp"), stage, pIdx,
                       valueStride(), /*colMajor=*/false);
   auto accType = fragType(kTile, 32, f32, "COp");
@@ -529,7 +565,6 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
     state.acc(j) = gpu::SubgroupMmaComputeOp::create(
         b, pa, vt, acc, UnitAttr(), b.getUnitAttr());
   }
-  return state;
 }
 
 void WmmaPartitionBuilder::storeWarpState(ImplicitLocOpBuilder &b,
