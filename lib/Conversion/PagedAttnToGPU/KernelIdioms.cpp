@@ -323,6 +323,49 @@ Value mlir::paged_attn::maxf(ImplicitLocOpBuilder &b, Value a, Value c) {
   return arith::SelectOp::create(b, gt, a, c);
 }
 
+Value mlir::paged_attn::xorReduce(ImplicitLocOpBuilder &b, Value v,
+                                  ArrayRef<int64_t> offsets,
+                                  Value (*combine)(ImplicitLocOpBuilder &,
+                                                   Value, Value)) {
+  for (int64_t off : offsets)
+    v = combine(b, v, shuffleXor(b, v, off));
+  return v;
+}
+
+SmallVector<int64_t> mlir::paged_attn::xorOffsets(int64_t first, int64_t end) {
+  SmallVector<int64_t> out;
+  for (int64_t off = first; off < end; off *= 2)
+    out.push_back(off);
+  return out;
+}
+
+Value mlir::paged_attn::addf(ImplicitLocOpBuilder &b, Value a, Value c) {
+  return arith::AddFOp::create(b, a, c);
+}
+
+Value mlir::paged_attn::foldOnlineSoftmax(ImplicitLocOpBuilder &b, Value &m,
+                                          Value &l, ArrayRef<Value> logits,
+                                          ArrayRef<int64_t> offsets,
+                                          SmallVectorImpl<Value> &p) {
+  Value mx = logits.front();
+  for (Value s : logits.drop_front())
+    mx = maxf(b, mx, s);
+  mx = xorReduce(b, mx, offsets, maxf);
+  Value mNew = maxf(b, m, mx);
+  Value alpha = exp2(b, arith::SubFOp::create(b, m, mNew));
+  Value sum;
+  for (Value s : logits) {
+    p.push_back(exp2(b, arith::SubFOp::create(b, s, mNew)));
+    if (sum)
+      sum = arith::AddFOp::create(b, sum, p.back());
+    else
+      sum = p.back();
+  }
+  l = fma(b, l, alpha, sum);
+  m = mNew;
+  return alpha;
+}
+
 std::pair<Value, Value> mlir::paged_attn::sinkState(ImplicitLocOpBuilder &b,
                                                     Value sinks,
                                                     Value hasSinks, Value head,

@@ -99,6 +99,26 @@ Value fma(ImplicitLocOpBuilder &b, Value a, Value x, Value c);
 /// max(a, c) for values that are never NaN (-inf allowed).
 Value maxf(ImplicitLocOpBuilder &b, Value a, Value c);
 
+/// `v` combined with its xor partners at each of `offsets` in turn (a
+/// butterfly over those lane bits): every lane ends with its group's total.
+/// `combine` is maxf or addf.
+Value xorReduce(ImplicitLocOpBuilder &b, Value v, ArrayRef<int64_t> offsets,
+                Value (*combine)(ImplicitLocOpBuilder &, Value, Value));
+/// The xor offsets first, 2 first, 4 first, ... below `end`.
+SmallVector<int64_t> xorOffsets(int64_t first, int64_t end);
+/// a + c (arith.addf), in the form xorReduce takes.
+Value addf(ImplicitLocOpBuilder &b, Value a, Value c);
+
+/// Folds one step's logits (log2 domain) of one query row into its running
+/// online softmax (m, l), the one update every partition kernel uses: the
+/// step max over `logits` and over the lanes at xor `offsets` (the row's
+/// other tokens), mNew = max(m, step max); appends the weights
+/// p_i = 2^(logit_i - mNew) to `p`; l = l * alpha + sum(p); m = mNew.
+/// Returns alpha = 2^(m - mNew), the old accumulators' rescale factor.
+Value foldOnlineSoftmax(ImplicitLocOpBuilder &b, Value &m, Value &l,
+                        ArrayRef<Value> logits, ArrayRef<int64_t> offsets,
+                        SmallVectorImpl<Value> &p);
+
 /// The attention sink of query head `head` (index) as an online-softmax
 /// state (m, l) to merge where the softmax is normalized: (sinks[head] *
 /// `domain`, 1) when the i32 kernel parameter `hasSinks` is nonzero (one

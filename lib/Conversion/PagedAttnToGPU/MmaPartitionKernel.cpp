@@ -575,18 +575,13 @@ void MmaPartitionBuilder::foldSoftmax(ImplicitLocOpBuilder &b, MmaStep &st,
   p.assign(nBlocks(), SmallVector<Value>(4));
   for (int64_t n = 0; n < nBlocks(); ++n)
     for (int64_t e = 0; e < 2; ++e) {
-      Value sc[2] = {logit(b, st, logits, n, 0, e),
-                     logit(b, st, logits, n, 1, e)};
-      Value mx = maxf(b, sc[0], sc[1]);
-      for (int64_t off = 4; off < 32; off *= 2)
-        mx = maxf(b, mx, shuffleXor(b, mx, off));
-      Value mNew = maxf(b, state.m(n, e), mx);
-      alpha[2 * n + e] = exp2(b, arith::SubFOp::create(b, state.m(n, e), mNew));
-      for (int64_t r = 0; r < 2; ++r)
-        p[n][2 * r + e] = exp2(b, arith::SubFOp::create(b, sc[r], mNew));
-      state.l(n, e) = fma(b, state.l(n, e), alpha[2 * n + e],
-                          arith::AddFOp::create(b, p[n][e], p[n][2 + e]));
-      state.m(n, e) = mNew;
+      SmallVector<Value> pe;
+      alpha[2 * n + e] = foldOnlineSoftmax(
+          b, state.m(n, e), state.l(n, e),
+          {logit(b, st, logits, n, 0, e), logit(b, st, logits, n, 1, e)},
+          xorOffsets(4, 32), pe);
+      p[n][e] = pe[0];
+      p[n][2 + e] = pe[1];
     }
 }
 
@@ -684,9 +679,7 @@ void MmaPartitionBuilder::storeWarpState(ImplicitLocOpBuilder &b,
   // 2..4) so every lane holds its heads' totals.
   for (int64_t n = 0; n < nBlocks(); ++n)
     for (int64_t e = 0; e < 2; ++e)
-      for (int64_t off = 4; off < 32; off *= 2)
-        state.l(n, e) = arith::AddFOp::create(
-            b, state.l(n, e), shuffleXor(b, state.l(n, e), off));
+      state.l(n, e) = xorReduce(b, state.l(n, e), xorOffsets(4, 32), addf);
   for (int64_t n = 0; n < nBlocks(); ++n)
     for (int64_t e = 0; e < 2; ++e) {
       Value head = arith::AddIOp::create(

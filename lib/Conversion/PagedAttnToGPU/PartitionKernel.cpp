@@ -144,6 +144,14 @@ private:
   /// level.
   int64_t levelOffset(int64_t i) const { return plan.lanesPerToken >> (i + 1); }
   int64_t levelSlotBit(int64_t i) const;
+  /// The offsets of the token levels: the lanes holding a head's other
+  /// tokens.
+  SmallVector<int64_t> tokenLevelOffsets() const {
+    SmallVector<int64_t> out;
+    for (int64_t i = headLevels; i < headLevels + tokenLevels; ++i)
+      out.push_back(levelOffset(i));
+    return out;
+  }
   /// headOfSlot, or the group's last head where the slot is masked.
   Value safeHeadOfSlot(ImplicitLocOpBuilder &b, Value slot);
 
@@ -491,22 +499,9 @@ void SimtPartitionBuilder::foldSoftmax(ImplicitLocOpBuilder &b,
   // state, the weights.
   alpha.assign(ownHeads, Value());
   p.assign(ownHeads, {});
-  for (int64_t a = 0; a < ownHeads; ++a) {
-    Value mx = scores[a][0];
-    for (int64_t c = 1; c < ownTokens; ++c)
-      mx = maxf(b, mx, scores[a][c]);
-    for (int64_t i = headLevels; i < headLevels + tokenLevels; ++i)
-      mx = maxf(b, mx, shuffleXor(b, mx, levelOffset(i)));
-    Value mNew = maxf(b, state.m(a), mx);
-    alpha[a] = exp2(b, arith::SubFOp::create(b, state.m(a), mNew));
-    Value sum = cF32(b, 0.0f);
-    for (Value s : scores[a]) {
-      p[a].push_back(exp2(b, arith::SubFOp::create(b, s, mNew)));
-      sum = arith::AddFOp::create(b, sum, p[a].back());
-    }
-    state.l(a) = fma(b, state.l(a), alpha[a], sum);
-    state.m(a) = mNew;
-  }
+  for (int64_t a = 0; a < ownHeads; ++a)
+    alpha[a] = foldOnlineSoftmax(b, state.m(a), state.l(a), scores[a],
+                                 tokenLevelOffsets(), p[a]);
 }
 
 void SimtPartitionBuilder::shareWeights(ImplicitLocOpBuilder &b,
@@ -590,12 +585,8 @@ SoftmaxState SimtPartitionBuilder::gatherStats(ImplicitLocOpBuilder &b,
   // the same). Then every lane takes each head's m and l from the lowest
   // lane owning it.
   SmallVector<Value> lSum(ownHeads);
-  for (int64_t a = 0; a < ownHeads; ++a) {
-    lSum[a] = state.l(a);
-    for (int64_t i = headLevels; i < headLevels + tokenLevels; ++i)
-      lSum[a] = arith::AddFOp::create(b, lSum[a],
-                                      shuffleXor(b, lSum[a], levelOffset(i)));
-  }
+  for (int64_t a = 0; a < ownHeads; ++a)
+    lSum[a] = xorReduce(b, state.l(a), tokenLevelOffsets(), addf);
   SoftmaxState out{plan.headsPerProgram, plan.dimsPerLane, {}};
   out.values.resize(2 * plan.headsPerProgram);
   Value groupLane0 =

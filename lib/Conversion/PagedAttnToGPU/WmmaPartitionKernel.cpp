@@ -489,21 +489,8 @@ Value WmmaPartitionBuilder::foldSoftmax(ImplicitLocOpBuilder &b, Value sIdx,
       logits[i] = arith::SelectOp::create(b, tokenValid(b, tok), logits[i],
                                           cF32(b, -INFINITY));
   }
-  Value mx = logits[0];
-  for (int64_t i = 1; i < mine; ++i)
-    mx = maxf(b, mx, logits[i]);
-  for (int64_t off = 1; off < 4; off *= 2)
-    mx = maxf(b, mx, shuffleXor(b, mx, off));
-  Value mNew = maxf(b, state.m(), mx);
-  Value alpha = exp2(b, arith::SubFOp::create(b, state.m(), mNew));
-  Value sum = cF32(b, 0.0f);
-  for (int64_t i = 0; i < mine; ++i) {
-    p.push_back(exp2(b, arith::SubFOp::create(b, logits[i], mNew)));
-    sum = arith::AddFOp::create(b, sum, p.back());
-  }
-  state.l() = fma(b, state.l(), alpha, sum);
-  state.m() = mNew;
-  return alpha;
+  return foldOnlineSoftmax(b, state.m(), state.l(), logits, xorOffsets(1, 4),
+                           p);
 }
 
 Value WmmaPartitionBuilder::storeWeights(ImplicitLocOpBuilder &b, Value sIdx,
@@ -571,9 +558,7 @@ void WmmaPartitionBuilder::storeWarpState(ImplicitLocOpBuilder &b,
                                           WmmaState state) {
   // The lane's sum covers its 4 tokens of each step: add the head's other
   // quarters (lane bits 0..1).
-  Value l = state.l();
-  for (int64_t off = 1; off < 4; off *= 2)
-    l = arith::AddFOp::create(b, l, shuffleXor(b, l, off));
+  Value l = xorReduce(b, state.l(), xorOffsets(1, 4), addf);
   // The epilogue layout overlays the warps' step areas: wait for all.
   gpu::BarrierOp::create(b);
   for (int64_t j = 0; j < valueBlocks(); ++j)
