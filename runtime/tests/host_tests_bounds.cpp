@@ -95,9 +95,8 @@ struct FakeErrorContext {
   ~FakeErrorContext() { pa_context_destroy(ctx); }
 };
 
-} // namespace
-
-void boundsTests() {
+/// The bounds parameters, marshalled where a bundle takes them.
+void boundsMarshalTests() {
   // num_blocks ends the partition kernel's parameters, num_blocks and the
   // error word the one-pass and reduce kernels' (they record); the reducer
   // also takes block_tables and max_blocks_per_seq.
@@ -130,7 +129,11 @@ void boundsTests() {
     // A bundle without them (older exports) still serves the call.
     CHECK_OK(planDecode(kH200, {descFor(Spec())}, a, true, plan));
   });
+}
 
+/// pa_context_last_error with nothing recorded: a host-only context, a
+/// clean word.
+void lastErrorCleanTests() {
   // A host-only context launched nothing: nothing to report.
   run("bounds_last_error_host_only", [] {
     HostContext h(kH200, {boundsSpec()});
@@ -159,7 +162,11 @@ void boundsTests() {
     CHECK_EQ(word.clears, 0);
     CHECK(word.lastStream == stream);
   });
+}
 
+/// pa_context_last_error reporting a bad entry, a bad seq_len, a driver
+/// failure.
+void lastErrorReportTests() {
   // A bad entry: reported with its message, then cleared; the next read
   // is clean.
   run("bounds_last_error_entry", [] {
@@ -222,6 +229,14 @@ void boundsTests() {
     }
     CHECK_EQ(word.frees, 1);
   });
+}
+
+} // namespace
+
+void boundsTests() {
+  boundsMarshalTests();
+  lastErrorCleanTests();
+  lastErrorReportTests();
 }
 
 } // namespace pa_test
