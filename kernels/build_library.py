@@ -29,8 +29,9 @@ import variants  # noqa: E402
 
 
 def variant_mlir(v):
-    """A memref-form decode_v2 whose types select the variant."""
-    t, d, bs, h = v["dtype"], v["head_size"], v["block_size"], v["heads_per_program"]
+    """A memref-form decode_v2 whose types select the variant; the block size
+    is dynamic (`?`): the kernels take it at run time."""
+    t, d, bs, h = v["dtype"], v["head_size"], "?", v["heads_per_program"]
     c = v.get("cache", t)  # the cache's element type: the query's, or fp8
     x = 16 // variants.BYTES[c]
     tmp = v.get("tmp_dtype", "f32")

@@ -1,8 +1,10 @@
 """The documented variant sets of the kernel library, per chip.
 
-A variant is (dtype, head_size, block_size, heads_per_program); group sizes
-are runtime parameters, served by the smallest heads_per_program tile that
-covers the group (larger groups run several tiles per KV head).
+A variant is (dtype, head_size, heads_per_program); group sizes are runtime
+parameters, served by the smallest heads_per_program tile that covers the
+group (larger groups run several tiles per KV head), and so is the block
+size: every bundle serves blocks of 8, 16, 32, 64 and 128 tokens (the
+kernels take block_size at run time; docs/kernels.md).
 
 Which partition kernel a variant gets follows the planning rule of
 convert-paged-attn-to-gpu (KernelPlan.cpp): from sm_80, f16 and bf16 use the
@@ -15,9 +17,9 @@ size 128); fp8 caches use the tensor cores from sm_89 with f16 queries,
 else the SIMT kernel (tiles 1 and 4).
 
 * library:  what the build packages for the runtime: every dtype x head size
-            x block size x tile x tmp_output dtype, each lean and _ext
-            (ALiBi / soft cap), the fp8 caches (fp8()) and the wide twins
-            (wide_twins()): 1200 sm_70, 444 sm_80, 1032 sm_90 bundles.
+            x tile x tmp_output dtype, each lean and _ext (ALiBi / soft
+            cap), the fp8 caches (fp8()) and the wide twins (wide_twins()):
+            400 sm_70, 148 sm_80, 344 sm_90 bundles.
 * covering: a smaller set in which every value of every dimension appears,
             with the corner pairs — what CI assembles with ptxas.
 * full:     the whole product, behind the opt-in target.
@@ -31,9 +33,9 @@ import itertools
 
 DTYPES = ["f16", "bf16", "f32"]
 HEAD_SIZES = [64, 80, 96, 112, 128, 192, 256]
-BLOCK_SIZES = [8, 16, 32]
-# Served by the covering set only (kernels/variants.py covering()).
-LARGE_BLOCK_SIZES = [64, 128]
+#: Served by every bundle at run time (not a bundle axis): the block sizes
+#: the GPU checks run (kernels/gpu_check.py, runtime/tests/e2e_decode.cpp).
+BLOCK_SIZES = [8, 16, 32, 64, 128]
 BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f8E4M3FN": 1, "f8E5M2": 1}
 
 
@@ -100,7 +102,7 @@ def name(v, chip):
     n = v["dtype"]
     if v.get("cache", v["dtype"]) != v["dtype"]:
         n += f"_kv{v['cache']}"
-    n += f"_d{v['head_size']}_b{v['block_size']}_h{v['heads_per_program']}"
+    n += f"_d{v['head_size']}_h{v['heads_per_program']}"
     tmp = v.get("tmp_dtype", "f32")
     if tmp != "f32":
         n += f"_tmp{tmp}"
@@ -155,16 +157,16 @@ def wide_twins(variants, chip):
 
 
 def full(chip):
-    """Every dtype x head size x block size x tile, with tmp_output in f32;
+    """Every dtype x head size x tile, with tmp_output in f32;
     the 16-bit dtypes also with tmp_output in their own type (the seed's
     convention); each also as an _ext variant (ALiBi and the logits soft
     cap compiled in)."""
     out = []
-    for t, d, b in itertools.product(DTYPES, HEAD_SIZES, BLOCK_SIZES):
+    for t, d in itertools.product(DTYPES, HEAD_SIZES):
         for h in tiles(t, d, chip):
             for tmp in (["f32", t] if t != "f32" else ["f32"]):
                 for ext in (False, True):
-                    out.append(dict(dtype=t, head_size=d, block_size=b, heads_per_program=h,
+                    out.append(dict(dtype=t, head_size=d, heads_per_program=h,
                                     tmp_dtype=tmp, ext=ext))
     out += wide_twins(out, chip)
     if chip in FP8_CHIPS:
@@ -173,74 +175,61 @@ def full(chip):
 
 
 def fp8(chip):
-    """fp8 caches: each with the 16-bit queries x head size x block size x
-    tile; tmp_output in f32 (lean and _ext) and in the query's type (lean:
+    """fp8 caches: each with the 16-bit queries x head size x tile;
+    tmp_output in f32 (lean and _ext) and in the query's type (lean:
     vLLM's convention for plain calls)."""
     out = []
-    for c, t, d, b in itertools.product(FP8_CACHES, FP8_DTYPES, HEAD_SIZES, BLOCK_SIZES):
+    for c, t, d in itertools.product(FP8_CACHES, FP8_DTYPES, HEAD_SIZES):
         for h in tiles(t, d, chip, c):
             for tmp, ext in (("f32", False), ("f32", True), (t, False)):
-                out.append(dict(dtype=t, cache=c, head_size=d, block_size=b,
+                out.append(dict(dtype=t, cache=c, head_size=d,
                                 heads_per_program=h, tmp_dtype=tmp, ext=ext))
     return out
 
 
 def covering(chip):
+    """Every value of every dimension, with the corner pairs. The block size
+    is not among them: every kernel takes it at run time."""
     out = []
     small = lambda t, d: min(tiles(t, d, chip))
     large = lambda t, d: max(tiles(t, d, chip))
-    # Every head size with every dtype, at the common block size.
+    # Every head size with every dtype, the smallest tile.
     for t, d in itertools.product(DTYPES, HEAD_SIZES):
-        out.append(dict(dtype=t, head_size=d, block_size=16, heads_per_program=small(t, d)))
-    # Every block size and the largest tile at the corners of head size and dtype.
-    for t, d, b in itertools.product(DTYPES, [64, 256], [8, 32]):
-        out.append(dict(dtype=t, head_size=d, block_size=b, heads_per_program=large(t, d)))
-    # Blocks of 64 and 128 tokens (compile-time, like 8-32; not in the full
-    # library, which must not grow: docs/features.md): every dtype at head
-    # size 128 with the smallest tile, the largest tile at the corners, and
-    # one _ext variant, so each kernel kind assembles with them.
-    for t, b in itertools.product(DTYPES, LARGE_BLOCK_SIZES):
-        out.append(dict(dtype=t, head_size=128, block_size=b, heads_per_program=small(t, 128)))
-    for t, d, b in zip(DTYPES, [64, 256, 64], LARGE_BLOCK_SIZES * 2):
-        out.append(dict(dtype=t, head_size=d, block_size=b, heads_per_program=large(t, d),
-                        ext=True))
+        out.append(dict(dtype=t, head_size=d, heads_per_program=small(t, d)))
+    # The largest tile at the corners of head size and dtype.
+    for t, d in itertools.product(DTYPES, [64, 256]):
+        out.append(dict(dtype=t, head_size=d, heads_per_program=large(t, d)))
     # Every tile at head size 128.
     for t in DTYPES:
         for h in tiles(t, 128, chip):
-            out.append(dict(dtype=t, head_size=128, block_size=16, heads_per_program=h))
+            out.append(dict(dtype=t, head_size=128, heads_per_program=h))
     # Every tile at head size 64 in f16 (sm_7x: the 2-warp SIMT 4-head
     # tile), lean and _ext.
     for h in tiles("f16", 64, chip):
         for ext in (False, True):
-            out.append(dict(dtype="f16", head_size=64, block_size=16, heads_per_program=h,
-                            ext=ext))
+            out.append(dict(dtype="f16", head_size=64, heads_per_program=h, ext=ext))
     # tmp_output in the query's 16-bit type, at a small and a large head size.
     for t, d in itertools.product(["f16", "bf16"], [64, 256]):
-        out.append(dict(dtype=t, head_size=d, block_size=16, heads_per_program=small(t, d),
-                        tmp_dtype=t))
+        out.append(dict(dtype=t, head_size=d, heads_per_program=small(t, d), tmp_dtype=t))
     # ALiBi and soft cap (_ext): every dtype at the corner head sizes, the
-    # largest tile (the most registers), block sizes 8 and 32.
-    for t, d, b in itertools.product(DTYPES, [64, 128, 256], [8, 32]):
-        out.append(dict(dtype=t, head_size=d, block_size=b, heads_per_program=large(t, d),
-                        ext=True))
+    # largest tile (the most registers).
+    for t, d in itertools.product(DTYPES, [64, 128, 256]):
+        out.append(dict(dtype=t, head_size=d, heads_per_program=large(t, d), ext=True))
     # fp8 caches (their chips): every head size with each cache type, and the
-    # corners of block size, tile and _ext.
+    # corners of tile and _ext.
     if chip in FP8_CHIPS:
         for c, t, d in itertools.product(FP8_CACHES, FP8_DTYPES, HEAD_SIZES):
-            out.append(dict(dtype=t, cache=c, head_size=d, block_size=16,
+            out.append(dict(dtype=t, cache=c, head_size=d,
                             heads_per_program=max(tiles(t, d, chip, c))))
-        for c, t, d, b in itertools.product(FP8_CACHES, FP8_DTYPES, [64, 256], [8, 32]):
+        for c, t, d in itertools.product(FP8_CACHES, FP8_DTYPES, [64, 256]):
             for h in tiles(t, d, chip, c):
-                out.append(dict(dtype=t, cache=c, head_size=d, block_size=b,
+                out.append(dict(dtype=t, cache=c, head_size=d,
                                 heads_per_program=h, ext=h == max(tiles(t, d, chip, c))))
-        out.append(dict(dtype="f16", cache="f8E4M3FN", head_size=128, block_size=16,
+        out.append(dict(dtype="f16", cache="f8E4M3FN", head_size=128,
                         heads_per_program=max(tiles("f16", 128, chip, "f8E4M3FN")),
                         tmp_dtype="f16"))
-    # The wide twin (its chips) of every variant above that has one, and
-    # _ext twins at the other block sizes.
+    # The wide twin (its chips) of every variant above that has one.
     out += wide_twins(out, chip)
-    out += wide_twins([dict(dtype=t, head_size=128, block_size=b, heads_per_program=8, ext=True)
-                       for t, b in itertools.product(["f16", "bf16"], [8, 32])], chip)
     seen, uniq = set(), []
     for v in out:
         if name(v, chip) not in seen:

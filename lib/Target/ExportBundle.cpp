@@ -119,7 +119,7 @@ std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
     << "cache_dtype " << type("cache_dtype") << "\n"
     << "tmp_dtype " << type("tmp_dtype") << "\n"
     << "head_size " << intOf(key, "head_size") << "\n"
-    << "block_size " << intOf(key, "block_size") << "\n"
+    << "block_size any\n" // a run-time kernel parameter
     << "heads_per_program " << intOf(key, "heads_per_program") << "\n"
     << "warps " << intOf(key, "warps") << "\n"
     << "token_step " << intOf(key, "token_step") << "\n";

@@ -80,6 +80,18 @@ static pa_status checkQueryTokens(const pa_decode_args &a) {
   return okStatus();
 }
 
+/// The kernels address blocks with a shift and a mask (block_size is their
+/// run-time parameter) and load up to 8 tokens of one block at once.
+static pa_status checkBlockSize(int32_t blockSize) {
+  if (blockSize < kMinBlockSize || blockSize > kMaxBlockSize ||
+      (blockSize & (blockSize - 1)) != 0)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "block_size (%d) must be a power of two in [%d, %d] "
+                      "(8, 16, 32, 64 or 128)",
+                      int(blockSize), kMinBlockSize, kMaxBlockSize);
+  return okStatus();
+}
+
 pa_status checkDecodeArgs(const pa_decode_args &a) {
   // The enums as stored: a.dtype may be read as pa_dtype once it is one.
   int dtype = rawEnum(a.dtype), tmpDtype = rawEnum(a.tmp_dtype);
@@ -121,6 +133,7 @@ pa_status checkDecodeArgs(const pa_decode_args &a) {
     if (size.value <= 0)
       return makeStatus(PA_ERROR_INVALID_ARGUMENT, "%s (%d) must be positive",
                         size.name, int(size.value));
+  PA_RETURN_IF_ERROR(checkBlockSize(a.block_size));
   if (a.max_seq_len < 0)
     return makeStatus(PA_ERROR_INVALID_ARGUMENT,
                       "max_seq_len (%d) must be >= 0 (0 selects fixed-grid "

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <dirent.h>
 #include <unistd.h>
@@ -321,6 +322,18 @@ static pa_status openDevice(pa_context &ctx, int ordinal) {
   PA_CUDA_RETURN_IF_ERROR(
       api, api.cuDevicePrimaryCtxRetain(&ctx.primary, ctx.device),
       "cuDevicePrimaryCtxRetain(device %d)", ordinal);
+  // The kernels' error word, zeroed (docs/runtime.md, "Bad block tables"):
+  // allocated here so that no decode call allocates.
+  PA_CUDA_RETURN_IF_ERROR(api, api.cuCtxPushCurrent(ctx.primary),
+                          "cuCtxPushCurrent (device %d)", ordinal);
+  CUresult result = api.cuMemAlloc(&ctx.errorWord, kErrorWords * sizeof(int32_t));
+  if (result == CUDA_SUCCESS)
+    result = api.cuMemsetD32(ctx.errorWord, 0, kErrorWords);
+  CUcontext popped = nullptr;
+  api.cuCtxPopCurrent(&popped);
+  if (result != CUDA_SUCCESS)
+    return cudaStatus(api, result, "allocating the error word (device %d)",
+                      ordinal);
   return okStatus();
 }
 
@@ -357,6 +370,12 @@ PA_EXPORT void pa_context_destroy(pa_context *ctx) {
   if (!ctx)
     return;
   dropVariantsFrom(*ctx, 0);
+  if (ctx->errorWord && ctx->api.cuCtxPushCurrent(ctx->primary) ==
+                            CUDA_SUCCESS) {
+    ctx->api.cuMemFree(ctx->errorWord);
+    CUcontext popped = nullptr;
+    ctx->api.cuCtxPopCurrent(&popped);
+  }
   if (ctx->primary)
     ctx->api.cuDevicePrimaryCtxRelease(ctx->device);
   unloadDriver(ctx->api);
@@ -504,4 +523,72 @@ PA_EXPORT pa_status pa_context_library_stats(const pa_context *ctx,
     out->sass_fallbacks += slot->source == ModuleSource::PtxAfterSass;
   }
   return okStatus();
+}
+
+namespace pa {
+
+std::string describeKernelError(const pa_kernel_error &e) {
+  char text[512];
+  if (e.index < 0)
+    std::snprintf(text, sizeof(text),
+                  "seq_lens[%d] = %d is outside [0, max_blocks_per_seq * "
+                  "block_size]: the kernels read none of its blocks and its "
+                  "rows of the output are NaN",
+                  e.seq, e.value);
+  else
+    std::snprintf(text, sizeof(text),
+                  "block_tables[%d][%d] = %d is outside [0, num_blocks): the "
+                  "kernels did not read that block and the rows of sequence "
+                  "%d that attend to it are NaN",
+                  e.seq, e.index, e.value, e.seq);
+  std::string out = text;
+  if (e.count > 1) {
+    std::snprintf(text, sizeof(text),
+                  " (the first of %d programs that found a bad block-table "
+                  "entry or seq_len since the last check)",
+                  e.count);
+    out += text;
+  }
+  return out;
+}
+
+} // namespace pa
+
+PA_EXPORT pa_status pa_context_last_error(pa_context *ctx, CUstream stream,
+                                          pa_kernel_error *out) {
+  if (!ctx)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT, "ctx is null");
+  pa_kernel_error e = {0, 0, 0, 0};
+  if (out)
+    *out = e;
+  // A host-only context has launched nothing.
+  if (!ctx->api.library || !ctx->errorWord)
+    return okStatus();
+  const DriverApi &api = ctx->api;
+  PA_CUDA_RETURN_IF_ERROR(api, api.cuCtxPushCurrent(ctx->primary),
+                          "cuCtxPushCurrent (device %d)", ctx->info.ordinal);
+  int32_t words[kErrorWords] = {0, 0, 0, 0};
+  const char *what = "cuMemcpyDtoHAsync of the error word";
+  CUresult result = api.cuMemcpyDtoHAsync(words, ctx->errorWord,
+                                          sizeof(words), stream);
+  if (result == CUDA_SUCCESS) {
+    what = "cuStreamSynchronize";
+    result = api.cuStreamSynchronize(stream);
+  }
+  // Cleared in stream order: kernels queued on `stream` after this call
+  // record afresh.
+  if (result == CUDA_SUCCESS && words[0] != 0) {
+    what = "cuMemsetD32Async of the error word";
+    result = api.cuMemsetD32Async(ctx->errorWord, 0, kErrorWords, stream);
+  }
+  CUcontext popped = nullptr;
+  api.cuCtxPopCurrent(&popped);
+  if (result != CUDA_SUCCESS)
+    return cudaStatus(api, result, "%s (device %d)", what, ctx->info.ordinal);
+  if (words[0] == 0)
+    return okStatus();
+  e = {words[0], words[1], words[2], words[3]};
+  if (out)
+    *out = e;
+  return makeStatus(PA_ERROR_BAD_INPUT, "%s", describeKernelError(e).c_str());
 }

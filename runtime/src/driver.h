@@ -37,7 +37,13 @@ namespace pa {
   X(cuLaunchKernel)                                                             \
   X(cuStreamIsCapturing)                                                       \
   X(cuMemAllocAsync)                                                           \
-  X(cuMemFreeAsync)
+  X(cuMemFreeAsync)                                                            \
+  X(cuMemAlloc)                                                                \
+  X(cuMemFree)                                                                 \
+  X(cuMemsetD32)                                                               \
+  X(cuMemsetD32Async)                                                          \
+  X(cuMemcpyDtoHAsync)                                                         \
+  X(cuStreamSynchronize)
 
 struct DriverApi {
   /// dlopen handle; null when no driver is loaded.

@@ -123,8 +123,11 @@ enum class ParamId : uint8_t {
   // Several query tokens per sequence (every kernel).
   QueryStartLoc, // pointer (a stand-in when the call has one token each)
   MaxQueryLen,   // i32: max_query_len, 0 without query_start_loc
+  // Bounds: the context's error word (4 x i32 on the device) the kernels
+  // record a bad block-table entry or seq_len in (num_blocks above).
+  ErrorWord, // pointer
 };
-inline constexpr int kNumParamIds = int(ParamId::MaxQueryLen) + 1;
+inline constexpr int kNumParamIds = int(ParamId::ErrorWord) + 1;
 /// At most this many parameters per kernel.
 inline constexpr int kMaxParams = 32;
 const char *paramName(ParamId id);
@@ -212,6 +215,8 @@ struct BundleDesc {
   ElemType cacheDtype = kElemF16; // dtype, or an fp8 type
   pa_dtype tmpDtype = PA_F32;
   int headSize = 0;
+  /// kAnyBlockSize ("block_size any"): the kernels take block_size at run
+  /// time and serve every supported block size; else the one they serve.
   int blockSize = 0;
   int headsPerProgram = 0;
   int warps = 0;
@@ -280,6 +285,19 @@ bool parseChip(const std::string &text, int &version, bool &archSpecific);
 /// PA_ERROR_BUNDLE saying which chip the bundle needs.
 pa_status checkChip(const BundleDesc &desc, const DeviceInfo &device);
 
+/// Block sizes a call may use: powers of two in this range (checks.cpp;
+/// mirrors include/PagedAttn/Dialect/PagedAttn/IR/Limits.h).
+inline constexpr int kMinBlockSize = 8;
+inline constexpr int kMaxBlockSize = 128;
+
+/// BundleDesc::blockSize of a bundle serving any block size.
+inline constexpr int kAnyBlockSize = 0;
+
+/// Whether `d` serves calls of block size `blockSize`.
+inline bool servesBlockSize(const BundleDesc &d, int blockSize) {
+  return d.blockSize == kAnyBlockSize || d.blockSize == blockSize;
+}
+
 /// What a call asks of a variant.
 struct VariantKey {
   pa_dtype dtype;
@@ -315,9 +333,10 @@ public:
   void add(const std::vector<BundleDesc> &descs, size_t i);
   /// Indexes `descs` anew (after bundles were unloaded).
   void rebuild(const std::vector<BundleDesc> &descs);
-  /// The bundles matching `key` exactly, in load order (empty: none).
+  /// The bundles matching `key`'s types and head size, in load order
+  /// (empty: none); the caller checks the block size (servesBlockSize).
   const std::vector<int> &find(const VariantKey &key) const;
-  /// The bundles of `d`'s exact key, in load order.
+  /// The bundles of `d`'s types and head size, in load order.
   const std::vector<int> &sameKey(const BundleDesc &d) const;
   /// The bundle named `name`, or -1.
   int byName(const std::string &name) const;
@@ -463,9 +482,11 @@ struct KernelArgs {
   int count = 0;
 };
 
-/// Fills `out` for `kernel` from the call and its plan.
+/// Fills `out` for `kernel` from the call and its plan; `errorWord` is the
+/// context's error word (error_word).
 void marshalParams(const KernelDesc &kernel, const pa_decode_args &args,
-                   const DecodePlan &plan, KernelArgs &out);
+                   const DecodePlan &plan, KernelArgs &out,
+                   CUdeviceptr errorWord = 0);
 
 //===----------------------------------------------------------------------===//
 // Contexts
@@ -495,6 +516,11 @@ struct ModuleSlot {
 /// checks. Free with pa_context_destroy.
 pa_context *makeHostContext(const DeviceInfo &device);
 
+/// Words of the kernels' error word: {count, seq, index, value}.
+inline constexpr int kErrorWords = 4;
+/// The message pa_context_last_error returns for `e` (e.count > 0).
+std::string describeKernelError(const pa_kernel_error &e);
+
 } // namespace pa
 
 /// One per device; all state of the runtime lives here.
@@ -511,6 +537,10 @@ struct pa_context {
   std::vector<std::unique_ptr<pa::ModuleSlot>> modules;
   pa::VariantIndex index; // of variants
   mutable std::mutex loadMutex;
+  /// The kernels' error word: 4 x i32 {count, seq, index, value} on the
+  /// device, zeroed, allocated with the context (0 in a host-only context);
+  /// pa_context_last_error reads and clears it.
+  CUdeviceptr errorWord = 0;
 };
 
 namespace pa {

@@ -12,129 +12,143 @@
 
 namespace pa {
 
+/// The value of kernel parameter `id` for this call. One case per ParamId,
+/// a table kept as one switch so that -Wswitch names a parameter the table
+/// misses.
+static KernelArgs::Value paramValue(ParamId id, const pa_decode_args &args,
+                                    const DecodePlan &plan,
+                                    CUdeviceptr errorWord) {
+  KernelArgs::Value v;
+  v.ptr = 0;
+  switch (id) {
+  case ParamId::Query:
+    v.ptr = args.query;
+    break;
+  case ParamId::KeyCache:
+    v.ptr = args.key_cache;
+    break;
+  case ParamId::ValueCache:
+    v.ptr = args.value_cache;
+    break;
+  case ParamId::BlockTables:
+    v.ptr = args.block_tables;
+    break;
+  case ParamId::SeqLens:
+    v.ptr = args.seq_lens;
+    break;
+  case ParamId::Output:
+    v.ptr = args.output;
+    break;
+  case ParamId::ExpSums:
+    v.ptr = args.exp_sums;
+    break;
+  case ParamId::MaxLogits:
+    v.ptr = args.max_logits;
+    break;
+  case ParamId::TmpOutput:
+    v.ptr = args.tmp_output;
+    break;
+  case ParamId::Scale:
+    v.f32 = args.scale;
+    break;
+  case ParamId::NumSeqs:
+    v.i32 = args.num_seqs;
+    break;
+  case ParamId::NumHeads:
+    v.i32 = args.num_heads;
+    break;
+  case ParamId::NumKvHeads:
+    v.i32 = args.num_kv_heads;
+    break;
+  case ParamId::GroupSize:
+    v.i32 = plan.groupSize;
+    break;
+  case ParamId::HeadSize:
+    v.i32 = args.head_size;
+    break;
+  case ParamId::BlockSize:
+    v.i32 = args.block_size;
+    break;
+  case ParamId::NumBlocks:
+    v.i32 = args.num_blocks;
+    break;
+  case ParamId::MaxBlocksPerSeq:
+    v.i32 = args.max_blocks_per_seq;
+    break;
+  case ParamId::MaxNumPartitions:
+    v.i32 = args.max_num_partitions;
+    break;
+  case ParamId::PartitionTokens:
+    v.i32 = plan.partitionTokens;
+    break;
+  case ParamId::NumPartitions:
+    v.i32 = plan.numPartitions;
+    break;
+  case ParamId::MaxSeqLen:
+    v.i32 = args.max_seq_len;
+    break;
+  case ParamId::AlibiSlopes:
+    // Never read without ALiBi; a valid address keeps the kernel's view
+    // well-defined either way.
+    v.ptr = args.alibi_slopes ? args.alibi_slopes : args.exp_sums;
+    break;
+  case ParamId::HasAlibi:
+    v.i32 = args.alibi_slopes != 0;
+    break;
+  case ParamId::SlidingWindow:
+    v.i32 = args.sliding_window;
+    break;
+  case ParamId::LogitsSoftCap:
+    v.f32 = args.logits_soft_cap;
+    break;
+  // fp8 scales. A cache of the dtype (AUTO) is not scaled: 1, whatever
+  // the unset (0) fields hold. A scale read from the device is passed
+  // as given (the kernel ignores it).
+  case ParamId::KScale:
+    v.f32 = args.kv_cache_dtype == PA_KV_CACHE_AUTO ? 1.0f : args.k_scale;
+    break;
+  case ParamId::VScale:
+    v.f32 = args.kv_cache_dtype == PA_KV_CACHE_AUTO ? 1.0f : args.v_scale;
+    break;
+  case ParamId::KScalePtr:
+    v.ptr = args.k_scale_ptr; // 0 when unused: never read
+    break;
+  case ParamId::VScalePtr:
+    v.ptr = args.v_scale_ptr;
+    break;
+  case ParamId::ScalesOnDevice:
+    v.i32 = (args.k_scale_ptr != 0 ? 1 : 0) | (args.v_scale_ptr != 0 ? 2 : 0);
+    break;
+  case ParamId::Sinks:
+    // Never read without sinks (has_sinks 0), as alibi_slopes above.
+    v.ptr = args.sinks ? args.sinks : args.exp_sums;
+    break;
+  case ParamId::HasSinks:
+    v.i32 = args.sinks != 0;
+    break;
+  case ParamId::QueryStartLoc:
+    // Never read with one token per sequence (max_query_len 0).
+    v.ptr = args.query_start_loc ? args.query_start_loc : args.seq_lens;
+    break;
+  case ParamId::MaxQueryLen:
+    v.i32 = args.query_start_loc ? args.max_query_len : 0;
+    break;
+  case ParamId::ErrorWord:
+    v.ptr = errorWord; // the context's (docs/runtime.md, "Bad block tables")
+    break;
+  }
+  return v;
+}
+
 void marshalParams(const KernelDesc &kernel, const pa_decode_args &args,
-                   const DecodePlan &plan, KernelArgs &out) {
+                   const DecodePlan &plan, KernelArgs &out,
+                   CUdeviceptr errorWord) {
   out.count = int(kernel.params.size());
   for (int i = 0; i < out.count; ++i) {
-    KernelArgs::Value &v = out.values[i];
-    v.ptr = 0;
-    switch (kernel.params[i]) {
-    case ParamId::Query:
-      v.ptr = args.query;
-      break;
-    case ParamId::KeyCache:
-      v.ptr = args.key_cache;
-      break;
-    case ParamId::ValueCache:
-      v.ptr = args.value_cache;
-      break;
-    case ParamId::BlockTables:
-      v.ptr = args.block_tables;
-      break;
-    case ParamId::SeqLens:
-      v.ptr = args.seq_lens;
-      break;
-    case ParamId::Output:
-      v.ptr = args.output;
-      break;
-    case ParamId::ExpSums:
-      v.ptr = args.exp_sums;
-      break;
-    case ParamId::MaxLogits:
-      v.ptr = args.max_logits;
-      break;
-    case ParamId::TmpOutput:
-      v.ptr = args.tmp_output;
-      break;
-    case ParamId::Scale:
-      v.f32 = args.scale;
-      break;
-    case ParamId::NumSeqs:
-      v.i32 = args.num_seqs;
-      break;
-    case ParamId::NumHeads:
-      v.i32 = args.num_heads;
-      break;
-    case ParamId::NumKvHeads:
-      v.i32 = args.num_kv_heads;
-      break;
-    case ParamId::GroupSize:
-      v.i32 = plan.groupSize;
-      break;
-    case ParamId::HeadSize:
-      v.i32 = args.head_size;
-      break;
-    case ParamId::BlockSize:
-      v.i32 = args.block_size;
-      break;
-    case ParamId::NumBlocks:
-      v.i32 = args.num_blocks;
-      break;
-    case ParamId::MaxBlocksPerSeq:
-      v.i32 = args.max_blocks_per_seq;
-      break;
-    case ParamId::MaxNumPartitions:
-      v.i32 = args.max_num_partitions;
-      break;
-    case ParamId::PartitionTokens:
-      v.i32 = plan.partitionTokens;
-      break;
-    case ParamId::NumPartitions:
-      v.i32 = plan.numPartitions;
-      break;
-    case ParamId::MaxSeqLen:
-      v.i32 = args.max_seq_len;
-      break;
-    case ParamId::AlibiSlopes:
-      // Never read without ALiBi; a valid address keeps the kernel's view
-      // well-defined either way.
-      v.ptr = args.alibi_slopes ? args.alibi_slopes : args.exp_sums;
-      break;
-    case ParamId::HasAlibi:
-      v.i32 = args.alibi_slopes != 0;
-      break;
-    case ParamId::SlidingWindow:
-      v.i32 = args.sliding_window;
-      break;
-    case ParamId::LogitsSoftCap:
-      v.f32 = args.logits_soft_cap;
-      break;
-    // fp8 scales. A cache of the dtype (AUTO) is not scaled: 1, whatever
-    // the unset (0) fields hold. A scale read from the device is passed
-    // as given (the kernel ignores it).
-    case ParamId::KScale:
-      v.f32 = args.kv_cache_dtype == PA_KV_CACHE_AUTO ? 1.0f : args.k_scale;
-      break;
-    case ParamId::VScale:
-      v.f32 = args.kv_cache_dtype == PA_KV_CACHE_AUTO ? 1.0f : args.v_scale;
-      break;
-    case ParamId::KScalePtr:
-      v.ptr = args.k_scale_ptr; // 0 when unused: never read
-      break;
-    case ParamId::VScalePtr:
-      v.ptr = args.v_scale_ptr;
-      break;
-    case ParamId::ScalesOnDevice:
-      v.i32 = (args.k_scale_ptr != 0 ? 1 : 0) | (args.v_scale_ptr != 0 ? 2 : 0);
-      break;
-    case ParamId::Sinks:
-      // Never read without sinks (has_sinks 0), as alibi_slopes above.
-      v.ptr = args.sinks ? args.sinks : args.exp_sums;
-      break;
-    case ParamId::HasSinks:
-      v.i32 = args.sinks != 0;
-      break;
-    case ParamId::QueryStartLoc:
-      // Never read with one token per sequence (max_query_len 0).
-      v.ptr = args.query_start_loc ? args.query_start_loc : args.seq_lens;
-      break;
-    case ParamId::MaxQueryLen:
-      v.i32 = args.query_start_loc ? args.max_query_len : 0;
-      break;
-    }
+    out.values[i] = paramValue(kernel.params[i], args, plan, errorWord);
     // cuLaunchKernel reads each parameter's size from the kernel: point at
     // the union, whose first bytes hold the value for every kind.
-    out.pointers[i] = &v;
+    out.pointers[i] = &out.values[i];
   }
 }
 
@@ -147,7 +161,7 @@ static pa_status launchKernel(const pa_context &ctx, int variantIndex,
   const BundleDesc &variant = ctx.variants[variantIndex];
   const KernelDesc &kernel = variant.kernel(role);
   KernelArgs params;
-  marshalParams(kernel, args, plan, params);
+  marshalParams(kernel, args, plan, params, ctx.errorWord);
   PA_CUDA_RETURN_IF_ERROR(
       ctx.api,
       ctx.api.cuLaunchKernel(ctx.modules[variantIndex]->module.functions[int(role)],

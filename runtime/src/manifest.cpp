@@ -159,7 +159,8 @@ static const char *const kParamNames[kNumParamIds] = {"query",
                                                       "sinks",
                                                       "has_sinks",
                                                       "query_start_loc",
-                                                      "max_query_len"};
+                                                      "max_query_len",
+                                                      "error_word"};
 
 const char *paramName(ParamId id) { return kParamNames[int(id)]; }
 
@@ -179,7 +180,8 @@ static int paramIdOf(const std::string &name) {
 bool isPointerParam(ParamId id) {
   return id <= ParamId::TmpOutput || id == ParamId::AlibiSlopes ||
          id == ParamId::KScalePtr || id == ParamId::VScalePtr ||
-         id == ParamId::Sinks || id == ParamId::QueryStartLoc;
+         id == ParamId::Sinks || id == ParamId::QueryStartLoc ||
+         id == ParamId::ErrorWord;
 }
 
 //===----------------------------------------------------------------------===//
@@ -462,6 +464,10 @@ pa_status ManifestParser::parseScalar(int line, Scalar which,
   default:
     break;
   }
+  if (which == kBlockSize && value == "any") {
+    out.blockSize = kAnyBlockSize; // a run-time kernel parameter
+    return okStatus();
+  }
   int *field = which == kHeadSize          ? &out.headSize
                : which == kBlockSize       ? &out.blockSize
                : which == kHeadsPerProgram ? &out.headsPerProgram
@@ -471,8 +477,9 @@ pa_status ManifestParser::parseScalar(int line, Scalar which,
   if (!parseInt(value, 1, hi, *field))
     return error(line,
                  "bad number '%s' for %s (expected an integer in "
-                 "1..%lld)",
-                 value.c_str(), key, static_cast<long long>(hi));
+                 "1..%lld%s)",
+                 value.c_str(), key, static_cast<long long>(hi),
+                 which == kBlockSize ? " or 'any'" : "");
   return okStatus();
 }
 

@@ -110,7 +110,7 @@ static int selectAmong(const std::vector<BundleDesc> &descs,
     const BundleDesc &d = descs[i];
     if (d.dtype != key.dtype || d.cacheDtype != key.cacheType() ||
         d.tmpDtype != key.tmpDtype || d.headSize != key.headSize ||
-        d.blockSize != key.blockSize || !servesFeatures(d, key) ||
+        !servesBlockSize(d, key.blockSize) || !servesFeatures(d, key) ||
         !d.twinOf.empty())
       continue;
     if (!runsOn(d, device))
@@ -174,16 +174,16 @@ int selectVariant(const std::vector<BundleDesc> &descs,
 // The index
 //===----------------------------------------------------------------------===//
 
-/// The exact part of a key in 64 bits: the types in 8 bits each, head and
-/// block sizes (at most 65536, the manifest's bound) in 20.
-static uint64_t exactKey(int dtype, int cache, int tmp, int head, int block) {
+/// The exact part of a key in 64 bits: the types in 8 bits each, the head
+/// size (at most 65536, the manifest's bound) in 20. Not the block size: a
+/// bundle may serve any (selectAmong checks it).
+static uint64_t exactKey(int dtype, int cache, int tmp, int head) {
   return uint64_t(dtype & 0xff) << 56 | uint64_t(cache & 0xff) << 48 |
-         uint64_t(tmp & 0xff) << 40 | uint64_t(head & 0xfffff) << 20 |
-         uint64_t(block & 0xfffff);
+         uint64_t(tmp & 0xff) << 40 | uint64_t(head & 0xfffff) << 20;
 }
 
 static uint64_t exactKeyOf(const BundleDesc &d) {
-  return exactKey(d.dtype, d.cacheDtype, d.tmpDtype, d.headSize, d.blockSize);
+  return exactKey(d.dtype, d.cacheDtype, d.tmpDtype, d.headSize);
 }
 
 void VariantIndex::add(const std::vector<BundleDesc> &descs, size_t i) {
@@ -207,8 +207,8 @@ size_t VariantIndex::size() const { return names.size(); }
 static const std::vector<int> kNoBundles;
 
 const std::vector<int> &VariantIndex::find(const VariantKey &key) const {
-  auto it = byKey.find(exactKey(key.dtype, key.cacheType(), key.tmpDtype,
-                                key.headSize, key.blockSize));
+  auto it = byKey.find(
+      exactKey(key.dtype, key.cacheType(), key.tmpDtype, key.headSize));
   return it == byKey.end() ? kNoBundles : it->second;
 }
 

@@ -2,7 +2,7 @@
 //
 // Loads a kernel library (pa-opt's bundles) through the runtime and checks
 // pa_decode_v2 against a float64 CPU reference over a randomized matrix:
-// dtypes f16/bf16/f32, head sizes 64..256, block sizes 8/16/32, MHA, GQA
+// dtypes f16/bf16/f32, head sizes 64..256, block sizes 8..128, MHA, GQA
 // groups 2..16 and MQA, ragged lengths (1, non-multiples of the block), long
 // contexts (--long), shuffled block tables, adaptive and fixed-grid modes.
 // A covering subset is sampled (every value of every dimension appears), plus
@@ -15,7 +15,19 @@
 // dlopen()ed here as the runtime does, so a successful link proves the
 // runtime needs no libcuda at link time.
 //
+// Every case also checks that the kernels recorded no bad input
+// (pa_context_last_error). With --poison the cases are instead bad block
+// tables (docs/runtime.md, "Bad block tables"): entries of chosen sequences
+// set to >= num_blocks or negative, a seq_len out of range, a bad entry
+// before a sliding window (never read), or bad entries at the edges of the
+// ranges of several query tokens (packed tiles): exactly the rows the
+// contract of docs/features.md names must be NaN (computed here from the
+// rows' ranges, not from the kernels), every other row correct against the
+// reference, and pa_context_last_error must report one of the bad entries
+// a NaN row attends (then nothing).
+//
 // Usage: e2e_decode --library DIR [--quick] [--seed N] [--long] [--case ID]
+//                   [--poison]
 // Exit status: 0 all ran cases passed, 1 a case failed, 2 usage or setup
 // error, 3 no case ran (the library serves none).
 //
@@ -315,7 +327,10 @@ struct HostTensor {
 
 const pa_dtype kDtypes[] = {PA_F16, PA_BF16, PA_F32};
 const int kHeadSizes[] = {64, 80, 96, 112, 128, 192, 256};
-const int kBlockSizes[] = {8, 16, 32};
+/// Every block size a call may use: each bundle serves them all (the
+/// kernels take block_size at run time).
+const int kBlockSizes[] = {8, 16, 32, 64, 128};
+constexpr int kNumBlockSizes = sizeof(kBlockSizes) / sizeof(kBlockSizes[0]);
 struct HeadShape {
   const char *label;
   int numHeads, numKvHeads;
@@ -382,20 +397,36 @@ struct Case {
   /// with ragged per-sequence counts from 0 to it (uniform in every third
   /// case); 0: one token per sequence, no query_start_loc.
   int queryLen = 0;
+  /// --poison: what is wrong with the inputs (Poison below).
+  int poison = 0;
   uint64_t seed = 0;
 };
+
+/// Poisoned cases: bad block-table entries (>= num_blocks and negative) in
+/// chosen sequences; a seq_len out of range; a bad entry wholly before a
+/// sliding window (no program reads it: no NaN, nothing reported).
+enum Poison {
+  kPoisonNone,
+  kPoisonEntries,
+  kPoisonSeqLen,
+  kPoisonBeforeWindow,
+  kPoisonEdges
+};
+const char *const kPoisonNames[] = {"", " poison-entries", " poison-seq_len",
+                                    " poison-before-window", " poison-edges"};
 
 /// Every value of every dimension appears: dtype x head size (x block size
 /// in the full run) is a full product, the other dimensions cycle with
 /// strides coprime to their lengths.
 std::vector<Case> coveringCases(bool quick, bool withLong, uint64_t seed) {
   std::vector<Case> cases;
-  int n = quick ? 21 : 63;
+  int n = quick ? 21 : 21 * kNumBlockSizes;
   for (int i = 0; i < n; ++i) {
     Case c;
     c.dtype = kDtypes[i % 3];
     c.headSize = kHeadSizes[(i / 3) % 7];
-    c.blockSize = kBlockSizes[quick ? (i + i / 3) % 3 : (i / 21) % 3];
+    c.blockSize = kBlockSizes[quick ? (i + i / 3) % kNumBlockSizes
+                                    : (i / 21) % kNumBlockSizes];
     c.shape = (i * 5 + 1) % kNumShapes;
     c.fixedGrid = (i + i / 7) % 2 == 1;
     c.profile = i % 4 == 0 ? kShort : i % 4 == 2 ? kMedium : kRagged;
@@ -408,7 +439,7 @@ std::vector<Case> coveringCases(bool quick, bool withLong, uint64_t seed) {
       Case c;
       c.dtype = kDtypes[i % 3];
       c.headSize = kHeadSizes[(2 * i + 4) % 7];
-      c.blockSize = kBlockSizes[i % 3];
+      c.blockSize = kBlockSizes[i % kNumBlockSizes];
       c.shape = (3 * i + 5) % kNumShapes;
       c.fixedGrid = i >= 3;
       c.profile = kLong;
@@ -652,8 +683,8 @@ void referenceRow(const Inputs &in, int s, int row, int len,
 
 /// float64 attention over the rounded inputs, [row][head][dim]: query
 /// token j of q_len at sequence s attends to seq_lens[s] - q_len + j + 1
-/// tokens (docs/features.md).
-std::vector<double> reference(const Inputs &in) {
+/// tokens (docs/features.md). (stress_decode's; runCase skips poisoned rows.)
+[[maybe_unused]] std::vector<double> reference(const Inputs &in) {
   std::vector<double> out(size_t(in.numRows()) * in.numHeads * in.headSize,
                           0.0);
   for (int s = 0; s < in.numSeqs; ++s) {
@@ -665,12 +696,14 @@ std::vector<double> reference(const Inputs &in) {
   return out;
 }
 
+/// In a function that returns bool and fills `why`: a failed driver call
+/// names itself in `why` and returns false.
 #define E2E_CHECK_CU(expr, what)                                               \
   do {                                                                         \
     CUresult r_ = (expr);                                                      \
     if (r_ != CUDA_SUCCESS) {                                                  \
       why = std::string(what) + ": " + driver.name(r_);                        \
-      return Result{Result::Fail, 0};                                          \
+      return false;                                                            \
     }                                                                          \
   } while (0)
 
@@ -711,10 +744,391 @@ pa_decode_args baseArgs(const Case &c, const Inputs &in) {
   return a;
 }
 
+/// One bad value the device sees: block_tables[seq][index] (index -1:
+/// seq_lens[seq]).
+struct BadValue {
+  int seq, index, value;
+};
+
+/// Poisons the device copies of the table and lengths (`in` keeps the good
+/// ones, for planning and the reference). Returns the bad values.
+std::vector<BadValue> poisonInputs(const Case &c, Rng &rng, Inputs &in,
+                                   std::vector<int32_t> &tables,
+                                   std::vector<int32_t> &lens) {
+  std::vector<BadValue> bad;
+  const int B = in.blockSize;
+  auto blocksOf = [&](int s) { return (in.seqLens[s] + B - 1) / B; };
+  auto set = [&](int s, int index, int value) {
+    tables[size_t(s) * in.maxBlocksPerSeq + index] = value;
+    bad.push_back({s, index, value});
+  };
+  const int kBadValues[] = {in.numBlocks, in.numBlocks + 12345, -1,
+                            INT32_MIN};
+  if (c.poison == kPoisonEntries) {
+    // Sequence 0: one entry past the end; the last one (when there are
+    // more than two): two, one of them negative. The others stay clean.
+    set(0, rng.range(0, blocksOf(0) - 1), kBadValues[rng.range(0, 1)]);
+    int last = in.numSeqs - 1;
+    if (last >= 2) {
+      int i = rng.range(0, blocksOf(last) - 1);
+      set(last, i, kBadValues[2 + rng.range(0, 1)]);
+      int j = rng.range(0, blocksOf(last) - 1);
+      if (j != i)
+        set(last, j, kBadValues[rng.range(0, 3)]);
+    }
+  } else if (c.poison == kPoisonSeqLen) {
+    int s = in.numSeqs > 1 ? 1 : 0;
+    int value = rng.range(0, 1) ? -3 : in.maxBlocksPerSeq * B + 1;
+    lens[s] = value;
+    bad.push_back({s, -1, value});
+  } else if (c.poison == kPoisonEdges) {
+    // Several query tokens per sequence (packed in one tensor-core program
+    // where the tile holds more than a GQA group): the block of a
+    // sequence's last context token, which its earlier query tokens may not
+    // reach, or (with a window) the block of its first query token's window
+    // start, which the later ones may have left. Only some rows of a pack
+    // are then NaN.
+    for (int s = 0; s < in.numSeqs; ++s) {
+      int q = in.queryLenOf(s), len = in.seqLens[s];
+      if (q < 2 || len < 1)
+        continue;
+      int first = std::max(0, len - q + 1 - std::max(in.slidingWindow, 0));
+      int index = s % 2 == 0 || in.slidingWindow <= 0 ? (len - 1) / B
+                                                       : first / B;
+      set(s, index, kBadValues[rng.range(0, 3)]);
+    }
+  } else if (c.poison == kPoisonBeforeWindow) {
+    // The longest sequence; a window that starts 1024 tokens or more after
+    // its start, and a bad block at least 512 tokens before the window's
+    // first token (more than a step of any kernel: never read).
+    int s = int(std::max_element(in.seqLens.begin(), in.seqLens.end()) -
+                in.seqLens.begin());
+    int len = in.seqLens[s];
+    in.slidingWindow = rng.range(1, len - 1024);
+    int first = len - in.slidingWindow;
+    set(s, rng.range(0, (first - 512) / B - 1), kBadValues[rng.range(0, 3)]);
+  }
+  return bad;
+}
+
+/// Whether row `row` (of sequence s, attending to `len` tokens) must be NaN
+/// (docs/features.md, "Bad block tables"): its sequence's seq_len is bad, or
+/// a bad entry covers a token of its range [window start, len).
+bool rowPoisoned(const Inputs &in, const std::vector<BadValue> &bad, int s,
+                 int len) {
+  int first = in.slidingWindow > 0 ? std::max(0, len - in.slidingWindow) : 0;
+  for (const BadValue &b : bad) {
+    if (b.seq != s)
+      continue;
+    if (b.index < 0)
+      return true;
+    if (int64_t(b.index) * in.blockSize < len &&
+        int64_t(b.index + 1) * in.blockSize > first)
+      return true;
+  }
+  return false;
+}
+
+/// The plan of a case, for its report line.
+std::string describePlan(const Case &c, const Inputs &in, const pa_plan &plan) {
+  int maxLen = *std::max_element(in.seqLens.begin(), in.seqLens.end());
+  char buf[512];
+  std::snprintf(
+      buf, sizeof(buf),
+      "seqs %d max_len %d len[0] %d | %s parts %dx%d%s | %s | window %d cap %g "
+      "alibi %s sinks %s q_len %d rows %d",
+      in.numSeqs, maxLen, in.seqLens[0], c.fixedGrid ? "fixed" : "adaptive",
+      plan.num_partitions, plan.partition_tokens,
+      plan.one_pass ? " one-pass" : "", plan.variant, in.slidingWindow,
+      double(in.softCap), in.alibiSlopes.empty() ? "no" : "yes",
+      in.sinks.empty() ? "no" : "yes", in.maxQueryLen, in.numRows());
+  std::string detail = buf;
+  if (c.cache) {
+    std::snprintf(buf, sizeof(buf),
+                  " | kv %s k_scale %g v_scale %g (%s; on the device: %s)",
+                  cacheName(c.cache), double(in.kScale), double(in.vScale),
+                  kScaleModeNames[c.scales],
+                  c.scales == kScalesDevice  ? "k, v"
+                  : c.scales == kScalesMixed ? "k"
+                                             : "none");
+    detail += buf;
+  }
+  return detail;
+}
+
+/// A case's device buffers, freed when the case ends.
+struct DeviceInputs {
+  DeviceBuffer dq, dk, dv, dbt, dlens, dout, des, dml, dtmp, dalibi, dscales,
+      dsinks, dqsl;
+};
+
+/// Allocates and fills the buffers of the optional inputs the call uses:
+/// query_start_loc, the fp8 scales on the device, ALiBi slopes, sinks.
+bool uploadOptionalInputs(const Inputs &in, const pa_decode_args &args,
+                          DeviceInputs &d, std::string &why) {
+  if (!in.queryStartLoc.empty()) {
+    E2E_CHECK_CU(d.dqsl.alloc(in.queryStartLoc.size() * 4),
+                 "cuMemAlloc(query_start_loc)");
+    E2E_CHECK_CU(
+        driver.cuMemcpyHtoD(d.dqsl.ptr, in.queryStartLoc.data(), d.dqsl.bytes),
+        "copy");
+  }
+  if (args.k_scale_ptr || args.v_scale_ptr) {
+    // [k_scale, v_scale] as f32 on the device.
+    float scales[2] = {in.kScale, in.vScale};
+    E2E_CHECK_CU(d.dscales.alloc(sizeof(scales)), "cuMemAlloc(scales)");
+    E2E_CHECK_CU(driver.cuMemcpyHtoD(d.dscales.ptr, scales, sizeof(scales)),
+                 "copy");
+  }
+  if (!in.alibiSlopes.empty()) {
+    E2E_CHECK_CU(d.dalibi.alloc(in.alibiSlopes.size() * 4),
+                 "cuMemAlloc(alibi_slopes)");
+    E2E_CHECK_CU(driver.cuMemcpyHtoD(d.dalibi.ptr, in.alibiSlopes.data(),
+                                     d.dalibi.bytes),
+                 "copy");
+  }
+  if (!in.sinks.empty()) {
+    E2E_CHECK_CU(d.dsinks.alloc(in.sinks.size() * 4), "cuMemAlloc(sinks)");
+    E2E_CHECK_CU(
+        driver.cuMemcpyHtoD(d.dsinks.ptr, in.sinks.data(), d.dsinks.bytes),
+        "copy");
+  }
+  return true;
+}
+
+/// Allocates and fills the buffers every call uses: the inputs (the table
+/// and lengths as the device sees them), and the output and workspace
+/// poisoned with NaN so that an element the kernels fail to write fails
+/// the check. `output` is the host copy of the output.
+bool uploadInputs(const Case &c, const Inputs &in,
+                  const std::vector<int32_t> &deviceTables,
+                  const std::vector<int32_t> &deviceLens, HostTensor &output,
+                  DeviceInputs &d, std::string &why) {
+  size_t rows = size_t(in.numRows()) * in.numHeads;
+  size_t partRows = rows * in.maxNumPartitions;
+  HostTensor tmp;
+  output.resize(c.dtype, rows * in.headSize);
+  output.setNaN();
+  tmp.resize(PA_F32, partRows * in.headSize);
+  tmp.setNaN();
+  std::vector<float> stats(partRows, NAN);
+
+  E2E_CHECK_CU(d.dq.alloc(in.query.bytes()), "cuMemAlloc(query)");
+  E2E_CHECK_CU(d.dk.alloc(in.keyCache.bytes()), "cuMemAlloc(key_cache)");
+  E2E_CHECK_CU(d.dv.alloc(in.valueCache.bytes()), "cuMemAlloc(value_cache)");
+  E2E_CHECK_CU(d.dbt.alloc(in.blockTables.size() * 4),
+               "cuMemAlloc(block_tables)");
+  E2E_CHECK_CU(d.dlens.alloc(in.seqLens.size() * 4), "cuMemAlloc(seq_lens)");
+  E2E_CHECK_CU(d.dout.alloc(output.bytes()), "cuMemAlloc(output)");
+  E2E_CHECK_CU(d.des.alloc(partRows * 4), "cuMemAlloc(exp_sums)");
+  E2E_CHECK_CU(d.dml.alloc(partRows * 4), "cuMemAlloc(max_logits)");
+  E2E_CHECK_CU(d.dtmp.alloc(tmp.bytes()), "cuMemAlloc(tmp_output)");
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(d.dq.ptr, in.query.data(), d.dq.bytes),
+               "copy");
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(d.dk.ptr, in.keyCache.data(), d.dk.bytes),
+               "copy");
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(d.dv.ptr, in.valueCache.data(), d.dv.bytes),
+               "copy");
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(d.dbt.ptr, deviceTables.data(), d.dbt.bytes),
+               "copy");
+  E2E_CHECK_CU(
+      driver.cuMemcpyHtoD(d.dlens.ptr, deviceLens.data(), d.dlens.bytes),
+      "copy");
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(d.dout.ptr, output.data(), d.dout.bytes),
+               "copy");
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(d.des.ptr, stats.data(), d.des.bytes),
+               "copy");
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(d.dml.ptr, stats.data(), d.dml.bytes),
+               "copy");
+  E2E_CHECK_CU(driver.cuMemcpyHtoD(d.dtmp.ptr, tmp.data(), d.dtmp.bytes),
+               "copy");
+  return true;
+}
+
+/// Points the call at the device buffers (the planning stand-ins go).
+void pointArgsAt(const DeviceInputs &d, pa_decode_args &args) {
+  args.query = d.dq.ptr;
+  args.key_cache = d.dk.ptr;
+  args.value_cache = d.dv.ptr;
+  args.block_tables = d.dbt.ptr;
+  args.seq_lens = d.dlens.ptr;
+  args.output = d.dout.ptr;
+  args.exp_sums = d.des.ptr;
+  args.max_logits = d.dml.ptr;
+  args.tmp_output = d.dtmp.ptr;
+  args.alibi_slopes = d.dalibi.ptr;
+  args.sinks = d.dsinks.ptr;
+  args.query_start_loc = d.dqsl.ptr;
+  if (args.k_scale_ptr)
+    args.k_scale_ptr = d.dscales.ptr;
+  if (args.v_scale_ptr)
+    args.v_scale_ptr = d.dscales.ptr + sizeof(float);
+}
+
+/// Runs the call on `stream`, waits for it and copies the output back.
+bool decodeAndCopyBack(pa_context *ctx, CUstream stream,
+                       const pa_decode_args &args, const DeviceBuffer &dout,
+                       HostTensor &output, std::string &why) {
+  pa_status st = pa_decode_v2(ctx, &args, stream);
+  if (st.code != PA_OK) {
+    why = std::string("pa_decode_v2: ") + st.message;
+    return false;
+  }
+  E2E_CHECK_CU(driver.cuStreamSynchronize(stream), "kernel execution");
+  E2E_CHECK_CU(driver.cuMemcpyDtoH(output.data(), dout.ptr, dout.bytes),
+               "copy back");
+  return true;
+}
+
+/// Per query row: whether it must be NaN (it reads a bad value).
+std::vector<char> poisonedRows(const Inputs &in,
+                               const std::vector<BadValue> &bad) {
+  std::vector<char> rowBad(size_t(in.numRows()), 0);
+  for (int s = 0; s < in.numSeqs; ++s) {
+    int q = in.queryLenOf(s);
+    int first = in.queryStartLoc.empty() ? s : in.queryStartLoc[s];
+    for (int j = 0; j < q; ++j)
+      rowBad[size_t(first + j)] =
+          rowPoisoned(in, bad, s, in.seqLens[s] - q + j + 1);
+  }
+  return rowBad;
+}
+
+/// The bad values some query row reads (a bad entry before a window is
+/// never read).
+std::vector<BadValue> badValuesRead(const Inputs &in,
+                                    const std::vector<BadValue> &bad) {
+  std::vector<BadValue> read;
+  for (const BadValue &b : bad) {
+    int q = in.queryLenOf(b.seq);
+    for (int j = 0; j < q; ++j)
+      if (rowPoisoned(in, {b}, b.seq, in.seqLens[b.seq] - q + j + 1)) {
+        read.push_back(b);
+        break;
+      }
+  }
+  return read;
+}
+
+/// What the kernels recorded (pa_context_last_error): nothing for clean
+/// inputs (and for a bad entry no program reads); else one of the bad
+/// values `read`, once: the word is cleared after the report.
+bool checkRecordedError(pa_context *ctx, CUstream stream,
+                        const std::vector<BadValue> &read, std::string &why,
+                        std::string &detail) {
+  pa_kernel_error recorded;
+  pa_status errSt = pa_context_last_error(ctx, stream, &recorded);
+  if (read.empty()) {
+    if (errSt.code != PA_OK) {
+      why = std::string("pa_context_last_error after clean inputs: ") +
+            errSt.message;
+      return false;
+    }
+    return true;
+  }
+  bool known = false;
+  for (const BadValue &b : read)
+    known = known || (b.seq == recorded.seq && b.index == recorded.index &&
+                      b.value == recorded.value);
+  if (errSt.code != PA_ERROR_BAD_INPUT || recorded.count < 1 || !known) {
+    char msg[1536];
+    std::snprintf(msg, sizeof(msg),
+                  "pa_context_last_error: code %d count %d (seq %d index %d "
+                  "value %d) is not one of the %zu bad values read: %s",
+                  int(errSt.code), recorded.count, recorded.seq, recorded.index,
+                  recorded.value, read.size(), errSt.message);
+    why = msg;
+    return false;
+  }
+  detail += std::string(" | reported: ") + errSt.message;
+  pa_status again = pa_context_last_error(ctx, stream, nullptr);
+  if (again.code != PA_OK) {
+    why = std::string("the error word was not cleared: ") + again.message;
+    return false;
+  }
+  return true;
+}
+
+/// The output against the reference: the relative error over the rows
+/// that must be correct, the NaNs among them, and the poisoned rows'
+/// elements that are not NaN.
+struct Comparison {
+  double rel = 0;
+  size_t elements = 0, nans = 0, missingNans = 0, badRows = 0;
+};
+
+/// Compares the output with the float64 reference. Poisoned rows (every
+/// head) must be NaN, every other row correct.
+Comparison compareOutput(const Inputs &in, const std::vector<char> &rowBad,
+                         const HostTensor &output) {
+  // float64 attention over the rounded inputs, [row][head][dim]: query
+  // token j of q_len at sequence s attends to seq_lens[s] - q_len + j + 1
+  // tokens (docs/features.md).
+  std::vector<double> ref(size_t(in.numRows()) * in.numHeads * in.headSize,
+                          0.0);
+  for (int s = 0; s < in.numSeqs; ++s) {
+    int q = in.queryLenOf(s);
+    int first = in.queryStartLoc.empty() ? s : in.queryStartLoc[s];
+    for (int j = 0; j < q; ++j)
+      if (!rowBad[size_t(first + j)])
+        referenceRow(in, s, first + j, in.seqLens[s] - q + j + 1, ref);
+  }
+  const size_t perRow = size_t(in.numHeads) * in.headSize;
+  Comparison cmp;
+  cmp.elements = ref.size();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double o = output.get(i);
+    if (rowBad[i / perRow]) {
+      cmp.missingNans += !std::isnan(o);
+      continue;
+    }
+    if (std::isnan(o)) {
+      ++cmp.nans;
+      continue;
+    }
+    num += (o - ref[i]) * (o - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  for (char r : rowBad)
+    cmp.badRows += r != 0;
+  cmp.rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  return cmp;
+}
+
+/// The verdict on a compared output.
+Result judge(const Case &c, const Comparison &cmp, std::string &why) {
+  if (cmp.missingNans) {
+    why = std::to_string(cmp.missingNans) +
+          " output elements of rows that read a bad block-table entry (or "
+          "seq_len) are not NaN";
+    return Result{Result::Fail, cmp.rel};
+  }
+  if (cmp.nans) {
+    why = std::to_string(cmp.nans) + " of " + std::to_string(cmp.elements) +
+          " output elements are NaN";
+    return Result{Result::Fail, cmp.rel};
+  }
+  if (!(cmp.rel <= errorBound(c.dtype))) {
+    char msg[128];
+    std::snprintf(msg, sizeof(msg), "rel err %.3e exceeds %.0e", cmp.rel,
+                  errorBound(c.dtype));
+    why = msg;
+    return Result{Result::Fail, cmp.rel};
+  }
+  return Result{Result::Pass, cmp.rel};
+}
+
+/// Runs case `c`: its inputs (poisoned with --poison), the plan, the call,
+/// the error word, and the output against the reference. `why` says why it
+/// failed or was skipped; `detail` describes the call.
 Result runCase(pa_context *ctx, CUstream stream, const Case &c,
                std::string &why, std::string &detail) {
   Rng rng(c.seed);
   Inputs in = makeInputs(c, rng);
+  std::vector<int32_t> deviceTables = in.blockTables, deviceLens = in.seqLens;
+  std::vector<BadValue> bad =
+      poisonInputs(c, rng, in, deviceTables, deviceLens);
   pa_decode_args args = baseArgs(c, in);
 
   pa_plan plan;
@@ -727,146 +1141,31 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
     why = std::string("pa_plan_decode_v2: ") + st.message;
     return Result{Result::Fail, 0};
   }
-  int maxLen = *std::max_element(in.seqLens.begin(), in.seqLens.end());
-  char buf[512];
-  std::snprintf(
-      buf, sizeof(buf),
-      "seqs %d max_len %d len[0] %d | %s parts %dx%d%s | %s | window %d cap %g "
-      "alibi %s sinks %s q_len %d rows %d",
-      in.numSeqs, maxLen, in.seqLens[0], c.fixedGrid ? "fixed" : "adaptive",
-      plan.num_partitions, plan.partition_tokens,
-      plan.one_pass ? " one-pass" : "", plan.variant, in.slidingWindow,
-      double(in.softCap), in.alibiSlopes.empty() ? "no" : "yes",
-      in.sinks.empty() ? "no" : "yes", in.maxQueryLen, in.numRows());
-  detail = buf;
-  if (c.cache) {
+  detail = describePlan(c, in, plan);
+
+  HostTensor output;
+  DeviceInputs d;
+  if (!uploadOptionalInputs(in, args, d, why) ||
+      !uploadInputs(c, in, deviceTables, deviceLens, output, d, why))
+    return Result{Result::Fail, 0};
+  pointArgsAt(d, args);
+  if (!decodeAndCopyBack(ctx, stream, args, d.dout, output, why))
+    return Result{Result::Fail, 0};
+
+  std::vector<char> rowBad = poisonedRows(in, bad);
+  std::vector<BadValue> read = badValuesRead(in, bad);
+  if (!checkRecordedError(ctx, stream, read, why, detail))
+    return Result{Result::Fail, 0};
+
+  Comparison cmp = compareOutput(in, rowBad, output);
+  if (c.poison) {
+    char buf[160];
     std::snprintf(buf, sizeof(buf),
-                  " | kv %s k_scale %g v_scale %g (%s; on the device: %s)",
-                  cacheName(c.cache), double(in.kScale), double(in.vScale),
-                  kScaleModeNames[c.scales],
-                  c.scales == kScalesDevice  ? "k, v"
-                  : c.scales == kScalesMixed ? "k"
-                                             : "none");
+                  " | %zu bad values, %zu read, %zu of %d rows NaN", bad.size(),
+                  read.size(), cmp.badRows, in.numRows());
     detail += buf;
   }
-
-  // Device buffers; output and workspace poisoned with NaN so that an
-  // element the kernels fail to write fails the check.
-  size_t rows = size_t(in.numRows()) * in.numHeads;
-  size_t partRows = rows * in.maxNumPartitions;
-  HostTensor output, tmp;
-  output.resize(c.dtype, rows * in.headSize);
-  output.setNaN();
-  tmp.resize(PA_F32, partRows * in.headSize);
-  tmp.setNaN();
-  std::vector<float> stats(partRows, NAN);
-
-  DeviceBuffer dq, dk, dv, dbt, dlens, dout, des, dml, dtmp, dalibi, dscales,
-      dsinks, dqsl;
-  if (!in.queryStartLoc.empty()) {
-    E2E_CHECK_CU(dqsl.alloc(in.queryStartLoc.size() * 4),
-                 "cuMemAlloc(query_start_loc)");
-    E2E_CHECK_CU(driver.cuMemcpyHtoD(dqsl.ptr, in.queryStartLoc.data(),
-                                     dqsl.bytes),
-                 "copy");
-  }
-  if (args.k_scale_ptr || args.v_scale_ptr) {
-    // [k_scale, v_scale] as f32 on the device.
-    float scales[2] = {in.kScale, in.vScale};
-    E2E_CHECK_CU(dscales.alloc(sizeof(scales)), "cuMemAlloc(scales)");
-    E2E_CHECK_CU(driver.cuMemcpyHtoD(dscales.ptr, scales, sizeof(scales)),
-                 "copy");
-  }
-  if (!in.alibiSlopes.empty()) {
-    E2E_CHECK_CU(dalibi.alloc(in.alibiSlopes.size() * 4),
-                 "cuMemAlloc(alibi_slopes)");
-    E2E_CHECK_CU(driver.cuMemcpyHtoD(dalibi.ptr, in.alibiSlopes.data(),
-                                     dalibi.bytes),
-                 "copy");
-  }
-  if (!in.sinks.empty()) {
-    E2E_CHECK_CU(dsinks.alloc(in.sinks.size() * 4), "cuMemAlloc(sinks)");
-    E2E_CHECK_CU(
-        driver.cuMemcpyHtoD(dsinks.ptr, in.sinks.data(), dsinks.bytes),
-        "copy");
-  }
-  E2E_CHECK_CU(dq.alloc(in.query.bytes()), "cuMemAlloc(query)");
-  E2E_CHECK_CU(dk.alloc(in.keyCache.bytes()), "cuMemAlloc(key_cache)");
-  E2E_CHECK_CU(dv.alloc(in.valueCache.bytes()), "cuMemAlloc(value_cache)");
-  E2E_CHECK_CU(dbt.alloc(in.blockTables.size() * 4),
-               "cuMemAlloc(block_tables)");
-  E2E_CHECK_CU(dlens.alloc(in.seqLens.size() * 4), "cuMemAlloc(seq_lens)");
-  E2E_CHECK_CU(dout.alloc(output.bytes()), "cuMemAlloc(output)");
-  E2E_CHECK_CU(des.alloc(partRows * 4), "cuMemAlloc(exp_sums)");
-  E2E_CHECK_CU(dml.alloc(partRows * 4), "cuMemAlloc(max_logits)");
-  E2E_CHECK_CU(dtmp.alloc(tmp.bytes()), "cuMemAlloc(tmp_output)");
-  E2E_CHECK_CU(driver.cuMemcpyHtoD(dq.ptr, in.query.data(), dq.bytes), "copy");
-  E2E_CHECK_CU(driver.cuMemcpyHtoD(dk.ptr, in.keyCache.data(), dk.bytes),
-               "copy");
-  E2E_CHECK_CU(driver.cuMemcpyHtoD(dv.ptr, in.valueCache.data(), dv.bytes),
-               "copy");
-  E2E_CHECK_CU(driver.cuMemcpyHtoD(dbt.ptr, in.blockTables.data(), dbt.bytes),
-               "copy");
-  E2E_CHECK_CU(driver.cuMemcpyHtoD(dlens.ptr, in.seqLens.data(), dlens.bytes),
-               "copy");
-  E2E_CHECK_CU(driver.cuMemcpyHtoD(dout.ptr, output.data(), dout.bytes),
-               "copy");
-  E2E_CHECK_CU(driver.cuMemcpyHtoD(des.ptr, stats.data(), des.bytes), "copy");
-  E2E_CHECK_CU(driver.cuMemcpyHtoD(dml.ptr, stats.data(), dml.bytes), "copy");
-  E2E_CHECK_CU(driver.cuMemcpyHtoD(dtmp.ptr, tmp.data(), dtmp.bytes), "copy");
-
-  args.query = dq.ptr;
-  args.key_cache = dk.ptr;
-  args.value_cache = dv.ptr;
-  args.block_tables = dbt.ptr;
-  args.seq_lens = dlens.ptr;
-  args.output = dout.ptr;
-  args.exp_sums = des.ptr;
-  args.max_logits = dml.ptr;
-  args.tmp_output = dtmp.ptr;
-  args.alibi_slopes = dalibi.ptr;
-  args.sinks = dsinks.ptr;
-  args.query_start_loc = dqsl.ptr;
-  if (args.k_scale_ptr)
-    args.k_scale_ptr = dscales.ptr;
-  if (args.v_scale_ptr)
-    args.v_scale_ptr = dscales.ptr + sizeof(float);
-
-  st = pa_decode_v2(ctx, &args, stream);
-  if (st.code != PA_OK) {
-    why = std::string("pa_decode_v2: ") + st.message;
-    return Result{Result::Fail, 0};
-  }
-  E2E_CHECK_CU(driver.cuStreamSynchronize(stream), "kernel execution");
-  E2E_CHECK_CU(driver.cuMemcpyDtoH(output.data(), dout.ptr, dout.bytes),
-               "copy back");
-
-  std::vector<double> ref = reference(in);
-  double num = 0, den = 0;
-  size_t nans = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    double o = output.get(i);
-    if (std::isnan(o)) {
-      ++nans;
-      continue;
-    }
-    num += (o - ref[i]) * (o - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-  if (nans) {
-    why = std::to_string(nans) + " of " + std::to_string(ref.size()) +
-          " output elements are NaN";
-    return Result{Result::Fail, rel};
-  }
-  if (!(rel <= errorBound(c.dtype))) {
-    char msg[128];
-    std::snprintf(msg, sizeof(msg), "rel err %.3e exceeds %.0e", rel,
-                  errorBound(c.dtype));
-    why = msg;
-    return Result{Result::Fail, rel};
-  }
-  return Result{Result::Pass, rel};
+  return judge(c, cmp, why);
 }
 
 //===----------------------------------------------------------------------===//
@@ -911,7 +1210,7 @@ std::vector<Case> servedKeys(pa_context *ctx) {
 
 void usage() {
   std::fprintf(stderr, "usage: e2e_decode --library DIR [--quick] [--seed N] "
-                       "[--long] [--case ID]\n");
+                       "[--long] [--case ID] [--poison]\n");
 }
 
 struct Tally {
@@ -919,42 +1218,49 @@ struct Tally {
   double maxErr = 0;
 };
 
-} // namespace
-
-int main(int argc, char **argv) {
-  // Line-buffered, so a log cut short by a timeout keeps the cases run.
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+/// The command line.
+struct HarnessOptions {
   std::string library;
-  bool quick = false, withLong = false;
+  bool quick = false, withLong = false, poison = false;
   uint64_t seed = 1;
-  int only = -1;
+  int only = -1; // --case: the one case to run; -1: every case
+};
+
+/// Reads the command line into `o`; false (with the usage printed) when it
+/// is not one.
+bool parseArgs(int argc, char **argv, HarnessOptions &o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--library" && i + 1 < argc)
-      library = argv[++i];
+      o.library = argv[++i];
     else if (a == "--quick")
-      quick = true;
+      o.quick = true;
     else if (a == "--long")
-      withLong = true;
+      o.withLong = true;
+    else if (a == "--poison")
+      o.poison = true;
     else if (a == "--seed" && i + 1 < argc)
-      seed = std::strtoull(argv[++i], nullptr, 10);
+      o.seed = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--case" && i + 1 < argc)
-      only = std::atoi(argv[++i]);
+      o.only = std::atoi(argv[++i]);
     else {
       usage();
-      return 2;
+      return false;
     }
   }
-  if (library.empty()) {
+  if (o.library.empty()) {
     usage();
-    return 2;
+    return false;
   }
-  auto start = std::chrono::steady_clock::now();
+  return true;
+}
 
+/// Loads the driver and makes device 0's primary context current, its name
+/// in `name`; false (with the error printed) when that fails.
+bool openDevice(CUdevice &device, char *name, int nameBytes) {
   if (!driver.load())
-    return 2;
+    return false;
   CUresult r = driver.cuInit(0);
-  CUdevice device;
   CUcontext primary = nullptr;
   if (r == CUDA_SUCCESS)
     r = driver.cuDeviceGet(&device, 0);
@@ -965,22 +1271,26 @@ int main(int argc, char **argv) {
   if (r != CUDA_SUCCESS) {
     std::fprintf(stderr, "error: no usable CUDA device 0: %s\n",
                  driver.name(r).c_str());
-    return 2;
+    return false;
   }
-  char deviceName[256] = "";
-  driver.cuDeviceGetName(deviceName, sizeof(deviceName), device);
+  driver.cuDeviceGetName(name, nameBytes, device);
+  return true;
+}
 
+/// A context on device 0 with the library loaded, the run's header
+/// printed; null (with the error printed) when that fails.
+pa_context *openLibrary(const HarnessOptions &o, const char *deviceName) {
   pa_context *ctx = nullptr;
   pa_status st = pa_context_create(0, &ctx);
   if (st.code != PA_OK) {
     std::fprintf(stderr, "error: pa_context_create: %s\n", st.message);
-    return 2;
+    return nullptr;
   }
-  st = pa_context_load_library(ctx, library.c_str());
+  st = pa_context_load_library(ctx, o.library.c_str());
   if (st.code != PA_OK) {
     std::fprintf(stderr, "error: pa_context_load_library: %s\n", st.message);
     pa_context_destroy(ctx);
-    return 2;
+    return nullptr;
   }
   std::printf("device 0: %s\n%s; %zu variants\n", deviceName, st.message,
               pa_context_num_variants(ctx));
@@ -989,139 +1299,221 @@ int main(int argc, char **argv) {
       "rounded inputs): f16 5e-3, bf16 1e-2, f32 1e-4; any NaN fails\n"
       "fp8 caches: the reference decodes the bytes exactly and applies "
       "k_scale/v_scale; bound of the query dtype\n");
-  std::printf("seed %llu%s%s\n", static_cast<unsigned long long>(seed),
-              quick ? " quick" : "", withLong ? " long" : "");
+  std::printf("seed %llu%s%s\n", static_cast<unsigned long long>(o.seed),
+              o.quick ? " quick" : "", o.withLong ? " long" : "");
+  return ctx;
+}
 
-  std::vector<Case> cases = coveringCases(quick, withLong, seed);
-  // Every group size and both modes for each key the library serves, so a
-  // sparse library is still exercised across GQA shapes.
-  std::vector<Case> keys = servedKeys(ctx);
+/// Appends `c` as the next case; its id and seed follow from its place.
+void appendCase(std::vector<Case> &cases, Case c, uint64_t seed) {
+  c.id = int(cases.size());
+  c.seed = seed * 1000003ull + uint64_t(c.id);
+  cases.push_back(c);
+}
+
+/// Bad tables for served key `key`, the k-th (--poison): entries in the
+/// adaptive grid (several partitions), in one-pass short contexts with GQA
+/// 4, with several query tokens; a bad seq_len in both modes; a bad entry
+/// before a window; bad blocks at the edges of query tokens' ranges.
+void addPoisonCases(std::vector<Case> &cases, const Case &key, int k,
+                    uint64_t seed) {
+  struct P {
+    int poison, shape;
+    Profile profile;
+    bool fixed;
+    int features, queryLen;
+  };
+  const P kPoisonCases[] = {
+      {kPoisonEntries, k % kNumShapes, kMedium, false, 0, 0},
+      {kPoisonEntries, shapeIndex("GQA4"), kShort, true, kAlibi | kSinks, 0},
+      {kPoisonEntries, (k + 3) % kNumShapes, kRagged, false, kSoftCap, 4},
+      {kPoisonSeqLen, (k + 1) % kNumShapes, kRagged, false, kSinks, 0},
+      {kPoisonSeqLen, shapeIndex("GQA4"), kShort, true, 0, 0},
+      {kPoisonBeforeWindow, (k + 2) % kNumShapes, kMedium, false, 0, 0},
+      // Packed tiles (GQA 4: two query tokens per 8-head tile): bad
+      // blocks at the edges of the tokens' ranges.
+      {kPoisonEdges, shapeIndex("GQA4"), kRagged, false, kWindow, 4},
+      {kPoisonEdges, shapeIndex("GQA4"), kShort, true, 0, 4},
+  };
+  for (const P &p : kPoisonCases) {
+    Case c = key;
+    c.poison = p.poison;
+    c.shape = p.shape;
+    c.profile = p.profile;
+    c.fixedGrid = p.fixed;
+    c.features = p.features;
+    c.queryLen = p.queryLen;
+    c.scales = ScaleMode(k % kNumScaleModes);
+    appendCase(cases, c, seed);
+  }
+}
+
+/// Every group size (3 of them with --quick) for the k-th served key, both
+/// modes: per key a plain case, a windowed one and one with every feature;
+/// fp8 scales in the arguments, on the device (with the window, which
+/// every bundle takes) and one of each, cycling.
+void addShapeCases(std::vector<Case> &cases, const Case &key, int k, bool quick,
+                   uint64_t seed) {
+  int shapes = quick ? 3 : kNumShapes;
+  for (int j = 0; j < shapes; ++j) {
+    Case c = key;
+    c.shape = quick ? (k + 4 * j) % kNumShapes : j;
+    c.fixedGrid = (j + k) % 2 == 1;
+    c.profile = j % 3 == 0 ? kShort : kRagged;
+    c.features = j == 0 ? 0 : j == 1 ? kWindow : kAllFeatures;
+    c.scales = ScaleMode(j % kNumScaleModes);
+    appendCase(cases, c, seed);
+  }
+}
+
+/// Several query tokens per sequence (speculative decoding: 1 + 1, 3, 7 or
+/// 15 drafts, and 1) for the k-th served key, cycling the features, the
+/// grid mode and the profile.
+void addQueryTokenCases(std::vector<Case> &cases, const Case &key, int k,
+                        bool quick, uint64_t seed) {
+  for (int j = 0; j < (quick ? 1 : 2); ++j) {
+    static const int kQueryLens[] = {2, 4, 8, 16, 1};
+    Case c = key;
+    c.queryLen = kQueryLens[(k + 2 * j) % 5];
+    c.shape = (k * 3 + j * 5 + 2) % kNumShapes;
+    c.fixedGrid = (k + j) % 2 == 0;
+    c.profile = j == 0 ? kRagged : kMedium;
+    c.features = (k + j) % 2 ? kAllFeatures : (k * 3 + j) % 16;
+    c.scales = ScaleMode((k + j) % kNumScaleModes);
+    appendCase(cases, c, seed);
+  }
+}
+
+/// Small grids of group 4 (1-4 short sequences: 4-16 programs) for the
+/// k-th served key, which run its wide twin where the library has one
+/// (docs/runtime.md): a plain call and one with every feature in the fixed
+/// grid.
+void addSmallGridCases(std::vector<Case> &cases, const Case &key, int k,
+                       uint64_t seed) {
+  for (int j = 0; j < 2; ++j) {
+    Case c = key;
+    c.shape = shapeIndex("GQA4");
+    c.profile = kShort;
+    c.fixedGrid = j == 1;
+    c.features = j == 0 ? 0 : kAllFeatures;
+    c.scales = ScaleMode((k + j) % kNumScaleModes);
+    appendCase(cases, c, seed);
+  }
+}
+
+/// The cases of each served key, after `cases`: with --poison bad tables,
+/// else every group size and both modes (so a sparse library is still
+/// exercised across GQA shapes), several query tokens and small grids.
+void addKeyCases(std::vector<Case> &cases, const std::vector<Case> &keys,
+                 const HarnessOptions &o) {
   for (size_t k = 0; k < keys.size(); ++k) {
-    int shapes = quick ? 3 : kNumShapes;
-    for (int j = 0; j < shapes; ++j) {
-      Case c = keys[k];
-      c.shape = quick ? (int(k) + 4 * j) % kNumShapes : j;
-      c.fixedGrid = (j + int(k)) % 2 == 1;
-      c.profile = j % 3 == 0 ? kShort : kRagged;
-      // Per key, a plain case, a windowed one and one with every feature.
-      c.features = j == 0 ? 0 : j == 1 ? kWindow : kAllFeatures;
-      // fp8: scales in the arguments, on the device (with the window, which
-      // every bundle takes) and one of each, cycling.
-      c.scales = ScaleMode(j % kNumScaleModes);
-      c.id = int(cases.size());
-      c.seed = seed * 1000003ull + uint64_t(c.id);
-      cases.push_back(c);
+    if (o.poison) {
+      addPoisonCases(cases, keys[k], int(k), o.seed);
+      continue;
     }
-    // Several query tokens per sequence (speculative decoding: 1 + 1, 3,
-    // 7 or 15 drafts, and 1), cycling the features, the grid mode and the
-    // profile.
-    for (int j = 0; j < (quick ? 1 : 2); ++j) {
-      static const int kQueryLens[] = {2, 4, 8, 16, 1};
-      Case c = keys[k];
-      c.queryLen = kQueryLens[(int(k) + 2 * j) % 5];
-      c.shape = (int(k) * 3 + j * 5 + 2) % kNumShapes;
-      c.fixedGrid = (int(k) + j) % 2 == 0;
-      c.profile = j == 0 ? kRagged : kMedium;
-      c.features = (int(k) + j) % 2 ? kAllFeatures : (int(k) * 3 + j) % 16;
-      c.scales = ScaleMode((int(k) + j) % kNumScaleModes);
-      c.id = int(cases.size());
-      c.seed = seed * 1000003ull + uint64_t(c.id);
-      cases.push_back(c);
-    }
-    // Small grids of group 4 (1-4 short sequences: 4-16 programs), which
-    // run a key's wide twin where the library has one (docs/runtime.md): a
-    // plain call and one with every feature in the fixed grid.
-    for (int j = 0; j < 2; ++j) {
-      Case c = keys[k];
-      c.shape = shapeIndex("GQA4");
-      c.profile = kShort;
-      c.fixedGrid = j == 1;
-      c.features = j == 0 ? 0 : kAllFeatures;
-      c.scales = ScaleMode((int(k) + j) % kNumScaleModes);
-      c.id = int(cases.size());
-      c.seed = seed * 1000003ull + uint64_t(c.id);
-      cases.push_back(c);
-    }
+    addShapeCases(cases, keys[k], int(k), o.quick, o.seed);
+    addQueryTokenCases(cases, keys[k], int(k), o.quick, o.seed);
+    addSmallGridCases(cases, keys[k], int(k), o.seed);
   }
-  size_t fp8Keys = size_t(std::count_if(keys.begin(), keys.end(),
-                                        [](const Case &k) { return k.cache; }));
-  std::printf("%zu cases (%zu keys served, %zu of them with fp8 caches)\n",
-              cases.size(), keys.size(), fp8Keys);
+}
 
-  CUstream stream = nullptr;
-  r = driver.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING);
-  if (r != CUDA_SUCCESS) {
-    std::fprintf(stderr, "error: cuStreamCreate: %s\n", driver.name(r).c_str());
-    return 2;
-  }
-
+/// What ran: the tallies in all and per variant key, and the values of
+/// each dimension among the cases that passed.
+struct Summary {
   Tally total;
   std::map<std::string, Tally> table;
   std::set<std::string> ranDtype, ranHead, ranBlock, ranShape, ranMode,
       ranProfile, ranFeature, ranCache, ranScales;
-  for (const Case &c : cases) {
-    if (only >= 0 && c.id != only)
-      continue;
-    std::string why, detail;
-    Result res = runCase(ctx, stream, c, why, detail);
-    const HeadShape &shape = kHeadShapes[c.shape];
-    // The dtype, and for an fp8 cache its type: "f16+fp8e4m3".
-    std::string types = dtypeName(c.dtype);
-    if (c.cache)
-      types += std::string("+") + cacheName(c.cache);
-    char label[192];
-    std::snprintf(
-        label, sizeof(label),
-        "case %3d seed %llu: %-4s d%-3d b%-2d %-5s %2d/%-2d %-6s %-8s %s%s%s",
-        c.id, static_cast<unsigned long long>(c.seed), types.c_str(),
-        c.headSize, c.blockSize, shape.label, shape.numHeads, shape.numKvHeads,
-        kProfileNames[c.profile], c.fixedGrid ? "fixed" : "adaptive",
-        featureLabel(c.features).c_str(), c.cache ? " scales " : "",
-        c.cache ? kScaleModeNames[c.scales] : "");
-    char key[64];
-    std::snprintf(key, sizeof(key), "%-4s d%-3d b%-2d", types.c_str(),
-                  c.headSize, c.blockSize);
-    Tally &row = table[key];
-    if (res.kind == Result::Skip) {
-      ++total.skip;
-      ++row.skip;
-      std::printf("SKIP %s: %s\n", label, why.c_str());
-    } else if (res.kind == Result::Pass) {
-      ++total.pass;
-      ++row.pass;
-      row.maxErr = std::max(row.maxErr, res.relErr);
-      total.maxErr = std::max(total.maxErr, res.relErr);
-      std::printf("PASS %s rel_err %.2e | %s\n", label, res.relErr,
-                  detail.c_str());
-      ranDtype.insert(dtypeName(c.dtype));
-      ranCache.insert(cacheName(c.cache));
-      if (c.cache)
-        ranScales.insert(kScaleModeNames[c.scales]);
-      ranHead.insert(std::to_string(c.headSize));
-      ranBlock.insert(std::to_string(c.blockSize));
-      ranShape.insert(shape.label);
-      ranMode.insert(c.fixedGrid ? "fixed" : "adaptive");
-      ranProfile.insert(kProfileNames[c.profile]);
-      for (int f : {int(kAlibi), int(kWindow), int(kSoftCap), int(kSinks)})
-        if (c.features & f)
-          ranFeature.insert(featureLabel(f));
-    } else {
-      ++total.fail;
-      ++row.fail;
-      row.maxErr = std::max(row.maxErr, res.relErr);
-      std::printf("FAIL %s: %s | %s\n", label, why.c_str(), detail.c_str());
-      if (why.rfind("kernel execution", 0) == 0) {
-        // A fault poisons the CUDA context: later cases cannot run.
-        std::printf("stopping: the CUDA context is unusable after a fault\n");
-        break;
-      }
-    }
-    std::fflush(stdout);
-  }
+};
 
+/// The dtype, and for an fp8 cache its type: "f16+fp8e4m3".
+std::string typesOf(const Case &c) {
+  std::string types = dtypeName(c.dtype);
+  if (c.cache)
+    types += std::string("+") + cacheName(c.cache);
+  return types;
+}
+
+/// A case's report label: its id, seed and every dimension.
+std::string caseLabel(const Case &c) {
+  const HeadShape &shape = kHeadShapes[c.shape];
+  std::string types = typesOf(c);
+  char label[192];
+  std::snprintf(
+      label, sizeof(label),
+      "case %3d seed %llu: %-4s d%-3d b%-2d %-5s %2d/%-2d %-6s %-8s %s%s%s%s",
+      c.id, static_cast<unsigned long long>(c.seed), types.c_str(), c.headSize,
+      c.blockSize, shape.label, shape.numHeads, shape.numKvHeads,
+      kProfileNames[c.profile], c.fixedGrid ? "fixed" : "adaptive",
+      featureLabel(c.features).c_str(), c.cache ? " scales " : "",
+      c.cache ? kScaleModeNames[c.scales] : "", kPoisonNames[c.poison]);
+  return label;
+}
+
+/// A case's row in the summary table: its variant key.
+std::string keyLabel(const Case &c) {
+  char key[64];
+  std::snprintf(key, sizeof(key), "%-4s d%-3d b%-2d", typesOf(c).c_str(),
+                c.headSize, c.blockSize);
+  return key;
+}
+
+/// Notes the values of a case that passed.
+void notePassed(Summary &sum, const Case &c) {
+  sum.ranDtype.insert(dtypeName(c.dtype));
+  sum.ranCache.insert(cacheName(c.cache));
+  if (c.cache)
+    sum.ranScales.insert(kScaleModeNames[c.scales]);
+  sum.ranHead.insert(std::to_string(c.headSize));
+  sum.ranBlock.insert(std::to_string(c.blockSize));
+  sum.ranShape.insert(kHeadShapes[c.shape].label);
+  sum.ranMode.insert(c.fixedGrid ? "fixed" : "adaptive");
+  sum.ranProfile.insert(kProfileNames[c.profile]);
+  for (int f : {int(kAlibi), int(kWindow), int(kSoftCap), int(kSinks)})
+    if (c.features & f)
+      sum.ranFeature.insert(featureLabel(f));
+}
+
+/// Prints a case's line and counts it; false after a fault, which leaves
+/// the CUDA context unusable: later cases cannot run.
+bool reportCase(Summary &sum, const Case &c, const Result &res,
+                const std::string &why, const std::string &detail) {
+  std::string label = caseLabel(c);
+  Tally &row = sum.table[keyLabel(c)];
+  if (res.kind == Result::Skip) {
+    ++sum.total.skip;
+    ++row.skip;
+    std::printf("SKIP %s: %s\n", label.c_str(), why.c_str());
+  } else if (res.kind == Result::Pass) {
+    ++sum.total.pass;
+    ++row.pass;
+    row.maxErr = std::max(row.maxErr, res.relErr);
+    sum.total.maxErr = std::max(sum.total.maxErr, res.relErr);
+    std::printf("PASS %s rel_err %.2e | %s\n", label.c_str(), res.relErr,
+                detail.c_str());
+    notePassed(sum, c);
+  } else {
+    ++sum.total.fail;
+    ++row.fail;
+    row.maxErr = std::max(row.maxErr, res.relErr);
+    std::printf("FAIL %s: %s | %s\n", label.c_str(), why.c_str(),
+                detail.c_str());
+    if (why.rfind("kernel execution", 0) == 0) {
+      // A fault poisons the CUDA context: later cases cannot run.
+      std::printf("stopping: the CUDA context is unusable after a fault\n");
+      return false;
+    }
+  }
+  return true;
+}
+
+/// The table per variant key, the values that ran, the totals and the time
+/// since `start`.
+void printSummary(const Summary &sum,
+                  std::chrono::steady_clock::time_point start) {
   std::printf("\n%-24s %5s %5s %5s %10s\n", "variant key", "pass", "fail",
               "skip", "max err");
-  for (const auto &[key, row] : table)
+  for (const auto &[key, row] : sum.table)
     std::printf("%-24s %5d %5d %5d %10.2e\n", key.c_str(), row.pass, row.fail,
                 row.skip, row.maxErr);
   auto list = [](const std::set<std::string> &s) {
@@ -1133,23 +1525,72 @@ int main(int argc, char **argv) {
   std::printf("\nran: dtypes [%s] head sizes [%s] block sizes [%s]\n"
               "     heads [%s] modes [%s] lengths [%s] features [%s]\n"
               "     caches [%s] fp8 scales [%s]\n",
-              list(ranDtype).c_str(), list(ranHead).c_str(),
-              list(ranBlock).c_str(), list(ranShape).c_str(),
-              list(ranMode).c_str(), list(ranProfile).c_str(),
-              list(ranFeature).c_str(), list(ranCache).c_str(),
-              list(ranScales).c_str());
+              list(sum.ranDtype).c_str(), list(sum.ranHead).c_str(),
+              list(sum.ranBlock).c_str(), list(sum.ranShape).c_str(),
+              list(sum.ranMode).c_str(), list(sum.ranProfile).c_str(),
+              list(sum.ranFeature).c_str(), list(sum.ranCache).c_str(),
+              list(sum.ranScales).c_str());
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   std::printf("%d passed, %d failed, %d skipped (max rel err %.2e, %.1f s)\n",
-              total.pass, total.fail, total.skip, total.maxErr, seconds);
+              sum.total.pass, sum.total.fail, sum.total.skip, sum.total.maxErr,
+              seconds);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // Line-buffered, so a log cut short by a timeout keeps the cases run.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  HarnessOptions o;
+  if (!parseArgs(argc, argv, o))
+    return 2;
+  auto start = std::chrono::steady_clock::now();
+
+  CUdevice device;
+  char deviceName[256] = "";
+  if (!openDevice(device, deviceName, int(sizeof(deviceName))))
+    return 2;
+  pa_context *ctx = openLibrary(o, deviceName);
+  if (!ctx)
+    return 2;
+
+  std::vector<Case> cases = o.poison
+                                ? std::vector<Case>()
+                                : coveringCases(o.quick, o.withLong, o.seed);
+  std::vector<Case> keys = servedKeys(ctx);
+  addKeyCases(cases, keys, o);
+  size_t fp8Keys = size_t(std::count_if(keys.begin(), keys.end(),
+                                        [](const Case &k) { return k.cache; }));
+  std::printf("%zu cases (%zu keys served, %zu of them with fp8 caches)\n",
+              cases.size(), keys.size(), fp8Keys);
+
+  CUstream stream = nullptr;
+  CUresult r = driver.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING);
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "error: cuStreamCreate: %s\n", driver.name(r).c_str());
+    return 2;
+  }
+
+  Summary sum;
+  for (const Case &c : cases) {
+    if (o.only >= 0 && c.id != o.only)
+      continue;
+    std::string why, detail;
+    Result res = runCase(ctx, stream, c, why, detail);
+    if (!reportCase(sum, c, res, why, detail))
+      break;
+    std::fflush(stdout);
+  }
+  printSummary(sum, start);
 
   driver.cuStreamDestroy(stream);
   pa_context_destroy(ctx);
   CUcontext popped;
   driver.cuCtxPopCurrent(&popped);
   driver.cuDevicePrimaryCtxRelease(device);
-  if (total.fail)
+  if (sum.total.fail)
     return 1;
-  return total.pass ? 0 : 3;
+  return sum.total.pass ? 0 : 3;
 }

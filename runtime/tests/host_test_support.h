@@ -170,6 +170,11 @@ struct Spec {
   /// the grids' x carry the query slots, as the compiler writes bundles
   /// now (several query tokens per sequence).
   bool queryTokens = false;
+  /// Bounds checks (docs/runtime.md, "Bad block tables"): the partition
+  /// kernel takes num_blocks at its end, the one-pass kernel num_blocks and
+  /// error_word, the reducer block_tables first, max_blocks_per_seq and
+  /// num_blocks error_word at its end, as the compiler writes bundles now.
+  bool bounds = false;
   std::string cacheDtype() const { return cache.empty() ? dtype : cache; }
   bool fp8() const { return cache.compare(0, 2, "f8") == 0; }
 };
@@ -186,6 +191,8 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
   std::string sinkParams = s.sinks ? " sinks has_sinks" : "";
   std::string qt = s.queryTokens ? " query_start_loc max_query_len" : "";
   std::string slots = s.queryTokens ? "*query_slots" : "";
+  std::string bounds = s.bounds ? " num_blocks error_word" : "";
+  std::string partitionBounds = s.bounds ? " num_blocks" : "";
   std::vector<std::string> lines = {
       "paged_attn-bundle 1",
       "name " + s.name,
@@ -195,7 +202,7 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
       "cache_dtype " + s.cacheDtype(),
       "tmp_dtype " + s.tmp,
       "head_size " + std::to_string(s.head),
-      "block_size " + std::to_string(s.block),
+      "block_size " + (s.block ? std::to_string(s.block) : "any"),
       "heads_per_program " + h,
       "warps " + std::to_string(s.warps),
       "token_step " + std::to_string(s.step),
@@ -205,13 +212,15 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
       "params partition query key_cache value_cache block_tables seq_lens "
       "output exp_sums max_logits tmp_output scale max_blocks_per_seq "
       "max_num_partitions partition_tokens num_kv_heads group_size" +
-          mainParams + qt,
-      "params reduce output exp_sums max_logits tmp_output seq_lens num_heads "
-      "max_num_partitions partition_tokens" +
+          mainParams + qt + partitionBounds,
+      std::string("params reduce ") + (s.bounds ? "block_tables " : "") +
+          "output exp_sums max_logits tmp_output seq_lens " +
+          (s.bounds ? "max_blocks_per_seq " : "") +
+          "num_heads max_num_partitions partition_tokens" +
           std::string(s.features.find("sliding_window") != std::string::npos
                           ? " sliding_window"
                           : "") +
-          " num_partitions" + sinkParams + qt,
+          " num_partitions" + sinkParams + qt + bounds,
       "grid partition num_partitions" + slots +
           " num_kv_heads*ceil(group_size/heads_per_program) num_seqs",
       "grid reduce ceil(num_heads/ceil(4/ceil(num_partitions/8)))" + slots +
@@ -227,7 +236,7 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
         "params onepass query key_cache value_cache block_tables seq_lens "
         "output exp_sums max_logits tmp_output scale max_blocks_per_seq "
         "max_num_partitions partition_tokens num_kv_heads group_size" +
-        mainParams + sinkParams + qt);
+        mainParams + sinkParams + qt + bounds);
     lines.push_back("grid onepass " +
                     (s.queryTokens ? std::string("query_slots") : "1") +
                     " num_kv_heads*ceil(group_size/heads_per_program) "
@@ -384,6 +393,7 @@ void marshalTests();
 void lazyLoadingTests();
 void hostEntryTests();
 void queryTokenTests();
+void boundsTests();
 
 } // namespace pa_test
 

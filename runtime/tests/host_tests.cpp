@@ -127,7 +127,8 @@ void statusAndDriverTests() {
   });
 }
 
-void loadingTests() {
+/// pa_context_load_bundle: one bundle, loaded or refused.
+void bundleLoadingTests() {
   run("load_bundle_host_context", [] {
     std::string dir = makeDir("load");
     std::string path = writeBundle(dir, Spec());
@@ -172,7 +173,11 @@ void loadingTests() {
     CHECK_STATUS(pa_context_load_bundle(h.ctx, path.c_str()), PA_ERROR_BUNDLE,
                  (path + ":11: bad number 'x' for warps").c_str());
   });
+}
 
+/// pa_context_load_library: bundles for newer chips skipped, wide twins
+/// linked in either load order.
+void libraryChipAndWideTwinTests() {
   run("load_library_skips_newer_chips", [] {
     std::string dir = makeDir("lib");
     Spec a, b, c;
@@ -229,7 +234,11 @@ void loadingTests() {
     CHECK_EQ(h.ctx->variants[1].wideTwin, 2);
     CHECK_EQ(h.ctx->index.size(), size_t(3)); // the variant index too
   });
+}
 
+/// Declared twins (`wide_twin_of`): linked to the bundle they name, or
+/// refused with their load.
+void declaredTwinLoadingTests() {
   // A declared twin (another kernel and tile, `wide_twin_of`) links to the
   // bundle it names whichever loads first, and to no other; one that serves
   // other calls or has no more warps is refused, and the load with it.
@@ -290,7 +299,11 @@ void loadingTests() {
     CHECK_OK(pa_plan_decode_v2(later.ctx, &a, &p));
     CHECK_EQ(std::string(p.variant), std::string("a_h4_w8"));
   });
+}
 
+/// A library of fp8 bundles; a library that loads all or nothing; folders
+/// that are no library.
+void libraryLoadingTests() {
   run("load_library_fp8_bundles", [] {
     std::string dir = makeDir("lib_fp8");
     writeBundle(dir, Spec());
@@ -343,6 +356,13 @@ void loadingTests() {
   });
 }
 
+void loadingTests() {
+  bundleLoadingTests();
+  libraryChipAndWideTwinTests();
+  declaredTwinLoadingTests();
+  libraryLoadingTests();
+}
+
 void cleanup() {
   for (auto it = createdFiles.rbegin(); it != createdFiles.rend(); ++it)
     unlink(it->c_str());
@@ -378,6 +398,7 @@ int main() {
   lazyLoadingTests();
   hostEntryTests();
   queryTokenTests();
+  boundsTests();
 
   cleanup();
   std::printf("%ld checks evaluated\n", harness.checks);

@@ -21,7 +21,41 @@ namespace pa_test {
 // Argument checks (through the public entries on a host-only context)
 //===----------------------------------------------------------------------===//
 
-void argumentTests() {
+namespace {
+
+/// A call made invalid by one change to valid arguments, and the status
+/// (code and message) it must get.
+struct Bad {
+  const char *test;
+  std::function<void(pa_decode_args &)> mutate;
+  pa_status_code code;
+  const char *message;
+};
+
+/// One case per bad call, each on a fresh context holding `specs` (an H200)
+/// with `base()`'s arguments changed by the call's mutation.
+void runBadCalls(const std::vector<Bad> &calls,
+                 const std::vector<Spec> &specs = {Spec()},
+                 pa_decode_args (*base)() = validArgs) {
+  for (const Bad &b : calls) {
+    run(b.test, [&b, &specs, base] {
+      HostContext h(kH200, specs);
+      pa_decode_args a = base();
+      b.mutate(a);
+      CHECK_STATUS(pa_decode_v2(h.ctx, &a, nullptr), b.code, b.message);
+    });
+  }
+}
+
+/// The context the fp8 argument cases run on: a 16-bit bundle and E4M3 /
+/// E5M2 ones.
+std::vector<Spec> fp8Context() {
+  return {Spec(), fp8Spec("f8E4M3FN"), fp8Spec("f8E5M2")};
+}
+
+/// The entries' null arguments, the block sizes one bundle serves, and a
+/// valid call that reaches the launch.
+void entryArgumentTests() {
   run("args_null_ctx_args_plan", [] {
     HostContext h(kH200);
     pa_decode_args a = validArgs();
@@ -38,6 +72,28 @@ void argumentTests() {
                  PA_ERROR_INVALID_ARGUMENT, "plan is null");
   });
 
+  run("args_every_block_size_plans_on_one_bundle", [] {
+    // One block-agnostic bundle serves calls of blocks 8 to 128; the
+    // argument checks refuse the others before any variant is chosen.
+    Spec any;
+    any.block = 0;
+    HostContext h(kH200, {any});
+    for (int block : {8, 16, 32, 64, 128}) {
+      pa_decode_args a = validArgs();
+      a.block_size = block;
+      a.max_blocks_per_seq = 4096 / block;
+      a.num_blocks = 4 * a.max_blocks_per_seq;
+      pa_plan plan;
+      CHECK_OK(pa_plan_decode_v2(h.ctx, &a, &plan));
+    }
+    pa_decode_args a = validArgs();
+    a.block_size = 24;
+    pa_plan plan;
+    CHECK_STATUS(pa_plan_decode_v2(h.ctx, &a, &plan),
+                 PA_ERROR_INVALID_ARGUMENT,
+                 "block_size (24) must be a power of two in [8, 128]");
+  });
+
   run("args_valid_call_reaches_launch", [] {
     // Every check passes; the host-only context then refuses to launch.
     HostContext h(kH200);
@@ -48,13 +104,11 @@ void argumentTests() {
     pa_plan plan;
     CHECK_OK(pa_plan_decode_v2(h.ctx, &a, &plan));
   });
+}
 
-  struct Bad {
-    const char *test;
-    std::function<void(pa_decode_args &)> mutate;
-    pa_status_code code;
-    const char *message;
-  };
+/// Dtypes, sizes, the scale and the sizes' relations: each bad value is
+/// refused with its message before any variant is chosen.
+void scalarArgumentTests() {
   static const std::vector<Bad> kBad = {
       {"args_dtype_invalid", [](pa_decode_args &a) { a.dtype = pa_dtype(7); },
        PA_ERROR_INVALID_ARGUMENT, "dtype (7) is not a pa_dtype"},
@@ -75,6 +129,15 @@ void argumentTests() {
        PA_ERROR_INVALID_ARGUMENT, "head_size (0) must be positive"},
       {"args_block_size_zero", [](pa_decode_args &a) { a.block_size = 0; },
        PA_ERROR_INVALID_ARGUMENT, "block_size (0) must be positive"},
+      {"args_block_size_below_8", [](pa_decode_args &a) { a.block_size = 4; },
+       PA_ERROR_INVALID_ARGUMENT,
+       "block_size (4) must be a power of two in [8, 128]"},
+      {"args_block_size_not_power_of_two",
+       [](pa_decode_args &a) { a.block_size = 48; }, PA_ERROR_INVALID_ARGUMENT,
+       "block_size (48) must be a power of two in [8, 128]"},
+      {"args_block_size_above_128",
+       [](pa_decode_args &a) { a.block_size = 256; }, PA_ERROR_INVALID_ARGUMENT,
+       "block_size (256) must be a power of two in [8, 128]"},
       {"args_num_blocks_zero", [](pa_decode_args &a) { a.num_blocks = 0; },
        PA_ERROR_INVALID_ARGUMENT, "num_blocks (0) must be positive"},
       {"args_max_blocks_per_seq_zero",
@@ -112,6 +175,13 @@ void argumentTests() {
        PA_ERROR_INVALID_ARGUMENT,
        "max_seq_len (5000) exceeds max_blocks_per_seq (256) * block_size (16) "
        "= 4096"},
+  };
+  runBadCalls(kBad);
+}
+
+/// Every required device pointer, null.
+void pointerArgumentTests() {
+  static const std::vector<Bad> kBad = {
       {"args_null_query", [](pa_decode_args &a) { a.query = 0; },
        PA_ERROR_INVALID_ARGUMENT, "query is null"},
       {"args_null_key_cache", [](pa_decode_args &a) { a.key_cache = 0; },
@@ -130,6 +200,14 @@ void argumentTests() {
        PA_ERROR_INVALID_ARGUMENT, "max_logits is null"},
       {"args_null_tmp_output", [](pa_decode_args &a) { a.tmp_output = 0; },
        PA_ERROR_INVALID_ARGUMENT, "tmp_output is null"},
+  };
+  runBadCalls(kBad);
+}
+
+/// Calls no loaded variant serves, or whose variant's token step or grid
+/// they do not fit.
+void variantArgumentTests() {
+  static const std::vector<Bad> kBad = {
       {"args_no_variant_head_size",
        [](pa_decode_args &a) { a.head_size = 256; }, PA_ERROR_UNSUPPORTED,
        "no loaded variant serves dtype f16, cache_dtype f16, tmp_dtype f32, "
@@ -164,6 +242,14 @@ void argumentTests() {
        "70000 is outside CUDA's range 1..65535"},
       {"args_grid_z_too_large", [](pa_decode_args &a) { a.num_seqs = 65536; },
        PA_ERROR_INVALID_ARGUMENT, "partition grid z = num_seqs = 65536"},
+  };
+  runBadCalls(kBad);
+}
+
+/// The optional features (window, soft cap, ALiBi, sinks): bad values, and
+/// calls that need a bundle taking them.
+void featureArgumentTests() {
+  static const std::vector<Bad> kBad = {
       {"args_sliding_window_negative",
        [](pa_decode_args &a) { a.sliding_window = -1; },
        PA_ERROR_INVALID_ARGUMENT,
@@ -199,16 +285,11 @@ void argumentTests() {
        [](pa_decode_args &a) { a.logits_soft_cap = 30; }, PA_ERROR_UNSUPPORTED,
        "with ALiBi / logits soft cap (an _ext variant)"},
   };
-  for (const Bad &b : kBad) {
-    run(b.test, [&b] {
-      HostContext h(kH200);
-      pa_decode_args a = validArgs();
-      b.mutate(a);
-      CHECK_STATUS(pa_decode_v2(h.ctx, &a, nullptr), b.code, b.message);
-    });
-  }
+  runBadCalls(kBad);
+}
 
-  // fp8 caches, on a context holding a 16-bit bundle and E4M3 / E5M2 ones.
+/// kv_cache_dtype itself, and scales given with a cache of the dtype.
+void fp8CacheArgumentTests() {
   static const std::vector<Bad> kBadFp8 = {
       {"args_kv_cache_dtype_invalid",
        [](pa_decode_args &a) { a.kv_cache_dtype = pa_kv_cache_dtype(5); },
@@ -250,6 +331,13 @@ void argumentTests() {
          a.v_scale_ptr = 0x9000;
        },
        PA_ERROR_INVALID_ARGUMENT, "v_scale_ptr 0x9000"},
+  };
+  runBadCalls(kBadFp8, fp8Context(), validFp8Args);
+}
+
+/// An fp8 cache's scales and scale pointers, its head sizes and variants.
+void fp8ScaleArgumentTests() {
+  static const std::vector<Bad> kBadFp8 = {
       {"args_fp8_k_scale_unset", [](pa_decode_args &a) { a.k_scale = 0.0f; },
        PA_ERROR_INVALID_ARGUMENT,
        "k_scale (0) must be finite and positive for an fp8 cache (f8E4M3FN; "
@@ -302,15 +390,12 @@ void argumentTests() {
        "no loaded variant serves dtype f16, cache_dtype f8E5M2, tmp_dtype f32, "
        "head_size 64"},
   };
-  for (const Bad &b : kBadFp8) {
-    run(b.test, [&b] {
-      HostContext h(kH200, {Spec(), fp8Spec("f8E4M3FN"), fp8Spec("f8E5M2")});
-      pa_decode_args a = validFp8Args();
-      b.mutate(a);
-      CHECK_STATUS(pa_decode_v2(h.ctx, &a, nullptr), b.code, b.message);
-    });
-  }
+  runBadCalls(kBadFp8, fp8Context(), validFp8Args);
+}
 
+/// Valid fp8 calls pick the bundle of their cache type; a 16-bit bundle
+/// never serves an fp8 call, nor an fp8 bundle a 16-bit one.
+void fp8CallTests() {
   run("args_fp8_valid_calls", [] {
     HostContext h(kH200, {Spec(), fp8Spec("f8E4M3FN"), fp8Spec("f8E5M2")});
     pa_plan plan;
@@ -360,10 +445,12 @@ void argumentTests() {
     CHECK_STATUS(pa_decode_v2(h8.ctx, &a, nullptr), PA_ERROR_UNSUPPORTED,
                  "dtype f16, cache_dtype f16, tmp_dtype f32");
   });
+}
 
-  // Sinks need both kernels that normalize the softmax to take them: a
-  // bundle whose reduce kernel has them but whose one-pass kernel does not
-  // serves no call with sinks (a call without them still runs).
+/// Sinks need both kernels that normalize the softmax to take them: a
+/// bundle whose reduce kernel has them but whose one-pass kernel does not
+/// serves no call with sinks (a call without them still runs).
+void sinkBundleTests() {
   run("args_sinks_served_only_by_bundles_taking_them", [] {
     Spec with;
     with.name = "f16_d128_b16_h4_sinks_sm70";
@@ -385,7 +472,11 @@ void argumentTests() {
     key.sinks = true;
     CHECK(!servesFeatures(d, key));
   });
+}
 
+/// The workspace and the pointers: optional where the call does not use
+/// them.
+void optionalPointerTests() {
   run("args_workspace_optional_for_one_pass", [] {
     HostContext h(kH200);
     pa_decode_args a = validArgs();
@@ -410,6 +501,21 @@ void argumentTests() {
     CHECK_STATUS(pa_plan_decode_v2(h.ctx, &a, &plan), PA_ERROR_INVALID_ARGUMENT,
                  "scale (-1) must be finite");
   });
+}
+
+} // namespace
+
+void argumentTests() {
+  entryArgumentTests();
+  scalarArgumentTests();
+  pointerArgumentTests();
+  variantArgumentTests();
+  featureArgumentTests();
+  fp8CacheArgumentTests();
+  fp8ScaleArgumentTests();
+  fp8CallTests();
+  sinkBundleTests();
+  optionalPointerTests();
 }
 
 //===----------------------------------------------------------------------===//
@@ -608,7 +714,9 @@ std::vector<Spec> extWideTwins() {
   return specs;
 }
 
-/// The planning cases that plan public calls and check the plans.
+/// The planning cases that plan public calls and check the plans. One
+/// table, one row per case (about 220 lines): a row reads as the call and
+/// the plan it must give, and splitting it would only scatter the rows.
 const std::vector<PlanCase> &planCases() {
   const std::string twin = "f16_d128_b16_h4_w8_sm70",
                     wmma = "f16_d128_b16_h8_wmma_sm70",
@@ -935,7 +1043,11 @@ void planTests() {
 // Marshalling, workspace, status, driver, contexts
 //===----------------------------------------------------------------------===//
 
-void marshalTests() {
+namespace {
+
+/// Kernel parameters in manifest order: the base kernels', an _ext
+/// variant's features, the sinks.
+void kernelParamTests() {
   run("marshal_params_in_manifest_order", [] {
     BundleDesc d = descFor(Spec());
     pa_decode_args a = validArgs();
@@ -1018,7 +1130,11 @@ void marshalTests() {
       CHECK_EQ(*static_cast<int32_t *>(k.pointers[k.count - 1]), 0);
     }
   });
+}
 
+/// The fp8 scale parameters, with and without device scales, and what a
+/// cache of the dtype passes for them.
+void fp8ParamTests() {
   // fp8 bundles: the five scale parameters after the features, in
   // manifest order; scales_on_device has bit 0 for a device k_scale, bit 1
   // for a device v_scale. The reduce kernel is unchanged.
@@ -1100,7 +1216,10 @@ void marshalTests() {
     CHECK_EQ(*static_cast<float *>(k.pointers[17]), 1.0f);
     CHECK_EQ(*static_cast<int32_t *>(k.pointers[20]), 0);
   });
+}
 
+/// pa_decode_args' layout, which the Python mirror depends on.
+void decodeArgsAbiTests() {
   // The Python ctypes mirror depends on the fields' order: the fp8 fields
   // are appended after logits_soft_cap, then the sinks pointer, then
   // query_start_loc and max_query_len.
@@ -1129,7 +1248,10 @@ void marshalTests() {
     CHECK_EQ(int(PA_KV_CACHE_FP8_E4M3), 1);
     CHECK_EQ(int(PA_KV_CACHE_FP8_E5M2), 2);
   });
+}
 
+/// pa_workspace_bytes, and its zero for invalid sizes.
+void workspaceTests() {
   run("workspace_bytes", [] {
     // 2 seqs x 4 heads x ceil(1000/512) = 2 partitions = 16 rows:
     // 16 * (4 + 4) bytes of statistics + 16 * 128 * sizeof(tmp).
@@ -1148,6 +1270,15 @@ void marshalTests() {
     CHECK_EQ(pa_workspace_bytes(2, 4, -128, 1000, 512, PA_F32), size_t(0));
     CHECK_EQ(pa_workspace_bytes(2, 4, 128, 1000, 512, pa_dtype(9)), size_t(0));
   });
+}
+
+} // namespace
+
+void marshalTests() {
+  kernelParamTests();
+  fp8ParamTests();
+  decodeArgsAbiTests();
+  workspaceTests();
 }
 
 } // namespace pa_test

@@ -31,9 +31,8 @@ int32_t callValid(pa_context *ctx, pa_status *status, int32_t numHeads = 32) {
       /*query_start_loc=*/nullptr, /*max_query_len=*/0, status);
 }
 
-} // namespace
-
-void hostEntryTests() {
+/// Each parameter of the flat entry lands in its pa_decode_args field.
+void hostEntryArgsTests() {
   run("host_entry_fills_args", [] {
     // A distinct value per parameter, in the prototype's order.
     pa_decode_args a = pa::hostDecodeArgs(
@@ -82,7 +81,11 @@ void hostEntryTests() {
     CHECK_EQ(a.query_start_loc, CUdeviceptr(0xe000));
     CHECK_EQ(a.max_query_len, 18);
   });
+}
 
+/// Calls through the flat entries: the launch, a failed check, a status
+/// that already holds an error, pa_host_alloc and pa_host_free.
+void hostEntryCallTests() {
   run("host_entry_reaches_launch", [] {
     // Every check passes; the host-only context then refuses to launch,
     // and the status says so.
@@ -143,6 +146,13 @@ void hostEntryTests() {
     CHECK_EQ(pa_host_free(h.ctx, nullptr, &st, nullptr),
              int32_t(PA_ERROR_CUDA));
   });
+}
+
+} // namespace
+
+void hostEntryTests() {
+  hostEntryArgsTests();
+  hostEntryCallTests();
 }
 
 } // namespace pa_test

@@ -14,7 +14,55 @@ namespace pa_test {
 // Manifest
 //===----------------------------------------------------------------------===//
 
-void manifestTests() {
+namespace {
+
+/// A broken copy of the valid manifest: one per error. Each names the file
+/// and line (or the file, for a record that is missing) and what is wrong.
+struct Broken {
+  const char *test;
+  const char *prefix; // line to replace ("" appends `with`)
+  const char *with;   // replacement ("" erases the line)
+  const char *expect; // in the message, after "path:line: " when line > 0
+  bool atLine;        // the message points at the replaced line
+};
+
+/// The case of one broken manifest: its status and message.
+void runBrokenManifest(const Broken &b) {
+  run(b.test, [&b] {
+    std::vector<std::string> lines = manifestLines(Spec());
+    int line;
+    if (b.prefix[0]) {
+      line = lineOf(lines, b.prefix);
+      lines = replaced(lines, b.prefix, b.with);
+    } else {
+      lines.push_back(b.with);
+      line = int(lines.size());
+    }
+    std::string path = "lib/broken.manifest";
+    BundleDesc d;
+    pa_status st = parseManifest(join(lines), path, d);
+    CHECK_EQ(int(st.code), int(PA_ERROR_BUNDLE));
+    std::string message = st.message;
+    if (std::string(b.test) == "manifest_error_params_without_kernel") {
+      // Points at the orphaned params record, which moved up one line.
+      std::string prefix = at(path, lineOf(lines, "params onepass"));
+      CHECK_EQ(message.compare(0, prefix.size(), prefix), 0);
+    } else if (b.atLine) {
+      std::string prefix = at(path, line);
+      CHECK_MSG(message.compare(0, prefix.size(), prefix) == 0,
+                "message '" + message + "' does not start with '" + prefix +
+                    "'");
+    } else {
+      std::string prefix = path + ": ";
+      CHECK_EQ(message.compare(0, prefix.size(), prefix), 0);
+    }
+    CHECK_MSG(message.find(b.expect) != std::string::npos,
+              "message '" + message + "' lacks '" + b.expect + "'");
+  });
+}
+
+/// A valid manifest, every field parsed; the optional wide_twin_of.
+void validManifestTests() {
   run("manifest_valid", [] {
     std::string dir = makeDir("valid");
     std::string path = writeBundle(dir, Spec());
@@ -70,7 +118,10 @@ void manifestTests() {
     CHECK(std::strstr(st.message, "duplicate record 'wide_twin_of'") !=
           nullptr);
   });
+}
 
+/// fp8 cache dtypes: the scale parameters, the names, x = 16 head sizes.
+void fp8ManifestTests() {
   // fp8 caches: cache_dtype names an fp8 type (MLIR's names) beside a
   // 16- or 32-bit dtype; the kernels take the five scale parameters.
   run("manifest_fp8_cache_dtype", [] {
@@ -145,7 +196,11 @@ void manifestTests() {
     f16.head = 72; // x = 8 for f16
     CHECK_OK(parseManifest(join(manifestLines(f16)), "a.manifest", d));
   });
+}
 
+/// The file's form: comments, blank lines and CRLF, the optional one-pass
+/// kernel, PTX paths, an unreadable file.
+void manifestFileTests() {
   run("manifest_comments_blank_lines_crlf", [] {
     std::vector<std::string> lines = manifestLines(Spec());
     lines.insert(lines.begin() + 1, "# a comment line");
@@ -182,16 +237,11 @@ void manifestTests() {
     CHECK_STATUS(readManifest(tempRoot + "/no/such.manifest", d), PA_ERROR_IO,
                  "cannot open manifest");
   });
+}
 
-  // One broken copy of the valid manifest per error. Each names the file and
-  // line (or the file, for a record that is missing) and what is wrong.
-  struct Broken {
-    const char *test;
-    const char *prefix; // line to replace ("" appends `with`)
-    const char *with;   // replacement ("" erases the line)
-    const char *expect; // in the message, after "path:line: " when line > 0
-    bool atLine;        // the message points at the replaced line
-  };
+/// Broken records: the magic line, the version, unknown, missing and
+/// duplicate records.
+void brokenRecordTests() {
   static const Broken kBroken[] = {
       {"manifest_error_wide_twin_of_values", "", "wide_twin_of a_sm70 b_sm70",
        "record 'wide_twin_of' takes exactly one value, got 2", true},
@@ -217,12 +267,24 @@ void manifestTests() {
        "missing record 'grid reduce'", false},
       {"manifest_error_duplicate_record", "", "head_size 64",
        "duplicate record 'head_size' (first at line 8)", true},
+  };
+  for (const Broken &b : kBroken)
+    runBrokenManifest(b);
+}
+
+/// Broken values: numbers, kernel records and params lists.
+void brokenValueTests() {
+  static const Broken kBroken[] = {
       {"manifest_error_extra_value", "head_size", "head_size 128 256",
        "record 'head_size' takes exactly one value, got 2", true},
       {"manifest_error_bad_number", "head_size", "head_size 12x",
        "bad number '12x' for head_size", true},
       {"manifest_error_negative_number", "block_size", "block_size -16",
        "bad number '-16' for block_size", true},
+      {"manifest_error_block_size_word", "block_size", "block_size all",
+       "bad number 'all' for block_size (expected an integer in 1..65536 or "
+       "'any')",
+       true},
       {"manifest_error_zero_number", "heads_per_program", "heads_per_program 0",
        "bad number '0' for heads_per_program", true},
       {"manifest_error_bad_threads", "kernel partition",
@@ -237,12 +299,19 @@ void manifestTests() {
        "kernel prefill k threads 128 smem 0", "unknown kernel role 'prefill'",
        true},
       {"manifest_error_unknown_param", "params reduce",
-       "params reduce output window_size", "unknown param 'window_size'",
-       true},
+       "params reduce output window_size", "unknown param 'window_size'", true},
       {"manifest_error_duplicate_param", "params reduce",
        "params reduce output output", "param 'output' appears twice", true},
       {"manifest_error_unknown_params_role", "params reduce",
        "params decode output", "unknown params role 'decode'", true},
+  };
+  for (const Broken &b : kBroken)
+    runBrokenManifest(b);
+}
+
+/// Broken types: dtypes, cache and tmp dtypes, head size and chip.
+void brokenTypeTests() {
+  static const Broken kBroken[] = {
       {"manifest_error_unknown_dtype", "dtype", "dtype fp8",
        "unknown dtype 'fp8'", true},
       {"manifest_error_cache_dtype", "cache_dtype", "cache_dtype bf16",
@@ -267,6 +336,15 @@ void manifestTests() {
        "head_size 100 is not a multiple of x = 8", true},
       {"manifest_error_bad_chip", "chip", "chip sm70",
        "bad chip 'sm70' (expected sm_XY", true},
+  };
+  for (const Broken &b : kBroken)
+    runBrokenManifest(b);
+}
+
+/// Broken grids and order: grid expressions, params without their kernel,
+/// a repeated magic line, an empty manifest.
+void brokenGridAndOrderTests() {
+  static const Broken kBroken[] = {
       {"manifest_error_grid_unknown_name", "grid reduce",
        "grid reduce ceil(num_heads/4) batch",
        "bad grid y expression 'batch': unknown name 'batch'", true},
@@ -284,45 +362,26 @@ void manifestTests() {
       {"manifest_error_magic_repeated", "", "paged_attn-bundle 1",
        "may only be the first line", true},
   };
-  for (const Broken &b : kBroken) {
-    run(b.test, [&b] {
-      std::vector<std::string> lines = manifestLines(Spec());
-      int line;
-      if (b.prefix[0]) {
-        line = lineOf(lines, b.prefix);
-        lines = replaced(lines, b.prefix, b.with);
-      } else {
-        lines.push_back(b.with);
-        line = int(lines.size());
-      }
-      std::string path = "lib/broken.manifest";
-      BundleDesc d;
-      pa_status st = parseManifest(join(lines), path, d);
-      CHECK_EQ(int(st.code), int(PA_ERROR_BUNDLE));
-      std::string message = st.message;
-      if (std::string(b.test) == "manifest_error_params_without_kernel") {
-        // Points at the orphaned params record, which moved up one line.
-        std::string prefix = at(path, lineOf(lines, "params onepass"));
-        CHECK_EQ(message.compare(0, prefix.size(), prefix), 0);
-      } else if (b.atLine) {
-        std::string prefix = at(path, line);
-        CHECK_MSG(message.compare(0, prefix.size(), prefix) == 0,
-                  "message '" + message + "' does not start with '" + prefix +
-                      "'");
-      } else {
-        std::string prefix = path + ": ";
-        CHECK_EQ(message.compare(0, prefix.size(), prefix), 0);
-      }
-      CHECK_MSG(message.find(b.expect) != std::string::npos,
-                "message '" + message + "' lacks '" + b.expect + "'");
-    });
-  }
+  for (const Broken &b : kBroken)
+    runBrokenManifest(b);
 
   run("manifest_error_empty", [] {
     BundleDesc d;
     CHECK_STATUS(parseManifest("", "e.manifest", d), PA_ERROR_BUNDLE,
                  "e.manifest:1: empty manifest");
   });
+}
+
+} // namespace
+
+void manifestTests() {
+  validManifestTests();
+  fp8ManifestTests();
+  manifestFileTests();
+  brokenRecordTests();
+  brokenValueTests();
+  brokenTypeTests();
+  brokenGridAndOrderTests();
 }
 
 //===----------------------------------------------------------------------===//
@@ -405,7 +464,55 @@ void gridExprTests() {
 // Variants
 //===----------------------------------------------------------------------===//
 
-void variantTests() {
+namespace {
+
+/// Block-agnostic bundles ("block_size any") and fixed ones.
+void blockSizeVariantTests() {
+  run("manifest_block_size_any", [] {
+    Spec s;
+    s.block = 0; // "block_size any"
+    BundleDesc d;
+    CHECK_OK(parseManifest(join(manifestLines(s)), "a.manifest", d));
+    CHECK_EQ(d.blockSize, kAnyBlockSize);
+    CHECK(servesBlockSize(d, 8) && servesBlockSize(d, 128));
+    s.block = 16;
+    CHECK_OK(parseManifest(join(manifestLines(s)), "a.manifest", d));
+    CHECK(servesBlockSize(d, 16) && !servesBlockSize(d, 8));
+  });
+
+  run("variant_any_block_size", [] {
+    // A block-agnostic bundle (the compiler's: block_size is a kernel
+    // parameter) serves keys of every block size, a fixed one only its own;
+    // through the index as through the plain scan.
+    std::vector<BundleDesc> descs;
+    Spec s;
+    s.name = "f16_b16";
+    descs.push_back(descFor(s)); // 0: f16 d128, block 16 only
+    s.name = "f16_any";
+    s.block = 0;
+    descs.push_back(descFor(s)); // 1: f16 d128, any block
+    s.name = "bf16_any";
+    s.dtype = "bf16";
+    descs.push_back(descFor(s)); // 2: bf16 d128, any block
+    VariantIndex index;
+    index.rebuild(descs);
+    for (int block : {8, 16, 32, 64, 128}) {
+      VariantKey f16{PA_F16, PA_F32, 128, block, 4};
+      VariantKey bf16{PA_BF16, PA_F32, 128, block, 4};
+      // Ties go to the first loaded: the fixed bundle for block 16.
+      int f16Want = block == 16 ? 0 : 1;
+      CHECK_EQ(selectVariant(descs, kH200, f16), f16Want);
+      CHECK_EQ(selectVariant(descs, index, kH200, f16), f16Want);
+      CHECK_EQ(selectVariant(descs, kH200, bf16), 2);
+      CHECK_EQ(selectVariant(descs, index, kH200, bf16), 2);
+    }
+    CHECK_EQ(selectVariant(descs, index, kH200, {PA_F16, PA_F32, 64, 8, 4}),
+             -1);
+  });
+}
+
+/// Chip names, and bundles for chips newer than the device.
+void chipTests() {
   run("chip_parse", [] {
     int v;
     bool a;
@@ -432,7 +539,10 @@ void variantTests() {
                  PA_ERROR_BUNDLE, "which runs only on sm_90");
     CHECK_OK(checkChip(descFor(s), kH200));
   });
+}
 
+/// Exact keys, and the GQA tile chosen for each group size.
+void variantKeyTests() {
   run("variant_exact_match", [] {
     std::vector<BundleDesc> descs;
     Spec s;
@@ -498,7 +608,10 @@ void variantTests() {
     i = selectVariant(descs, kH200, {PA_F16, PA_F32, 128, 16, 1});
     CHECK_EQ(i, 0); // only tile: used, masked
   });
+}
 
+/// The variant index chooses what the scan chooses.
+void variantIndexTests() {
   // The index (what calls through a context use) chooses what the scan of
   // every bundle chooses, for every key over a mixed set of bundles: dtypes,
   // caches, tmp types, head and block sizes, tiles, chips, _ext, twins.
@@ -567,7 +680,11 @@ void variantTests() {
     CHECK(selectVariant(descs, index, kH200, {PA_F16, PA_F32, 128, 16, 4}) >=
           0);
   });
+}
 
+/// Among the bundles that serve a key: the newest runnable chip, the lean
+/// or _ext variant by the call's features.
+void variantPreferenceTests() {
   run("variant_prefers_newest_runnable_chip", [] {
     Spec s70, s80, s90;
     s70.name = "k70";
@@ -618,7 +735,10 @@ void variantTests() {
     CHECK_EQ(selectVariant(descs, kH200, plain), 0);
     CHECK_EQ(selectVariant(descs, kH200, window), -1);
   });
+}
 
+/// fp8 caches in the key, with and without features.
+void fp8VariantTests() {
   // fp8 caches: the cache type is part of the key. An fp8 bundle serves
   // only calls with that fp8 type; a 16-bit bundle never serves an fp8
   // call; a bundle whose kernels lack the scale parameters serves none.
@@ -687,7 +807,10 @@ void variantTests() {
     CHECK_EQ(descs[selectVariant(descs, kH200, alibi)].name,
              std::string("ext"));
   });
+}
 
+/// The chip decides before the tile.
+void chipBeforeTileTests() {
   // The chip decides before the tile: on an H200 the sm_90 tensor-core
   // bundle (tile 8) serves a group of 4 even though the sm_70 SIMT bundle's
   // tile 4 would cover it more tightly.
@@ -703,6 +826,18 @@ void variantTests() {
     CHECK_EQ(descs[selectVariant(descs, kV100, key)].name,
              std::string("simt70"));
   });
+}
+
+} // namespace
+
+void variantTests() {
+  blockSizeVariantTests();
+  chipTests();
+  variantKeyTests();
+  variantIndexTests();
+  variantPreferenceTests();
+  fp8VariantTests();
+  chipBeforeTileTests();
 }
 
 } // namespace pa_test

@@ -34,8 +34,8 @@
 // NM-NEXT: U pa_host_decode_v2
 // NM-NOT: {{ U }}
 
-// BUNDLE: pa_f16_d128_b16_h8_mma_sm90.manifest
-// BUNDLE: pa_f16_d128_b16_h8_mma_sm90.ptx
+// BUNDLE: pa_f16_d128_h8_mma_sm90.manifest
+// BUNDLE: pa_f16_d128_h8_mma_sm90.ptx
 
 // BAD: paged-attn-to-ptx: host must be launch or runtime, got 'gpu'
 

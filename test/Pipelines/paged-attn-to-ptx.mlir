@@ -12,9 +12,9 @@
 // CHECK-LABEL: func.func @decode_step
 // CHECK-SAME: memref<?x32x128xf16>
 // CHECK: memref.alloc
-// SIMT: gpu.launch_func @[[V:pa_f16_d128_b16_h4]]::@pa_f16_d128_b16_h4_onepass
-// WMMA: gpu.launch_func @[[V:pa_f16_d128_b16_h8_wmma]]::@pa_f16_d128_b16_h8_wmma_onepass
-// MMA: gpu.launch_func @[[V:pa_f16_d128_b16_h8_mma]]::@pa_f16_d128_b16_h8_mma_onepass
+// SIMT: gpu.launch_func @[[V:pa_f16_d128_h4]]::@pa_f16_d128_h4_onepass
+// WMMA: gpu.launch_func @[[V:pa_f16_d128_h8_wmma]]::@pa_f16_d128_h8_wmma_onepass
+// MMA: gpu.launch_func @[[V:pa_f16_d128_h8_mma]]::@pa_f16_d128_h8_mma_onepass
 // CHECK: gpu.launch_func @[[V]]::@[[V]]_partition
 // CHECK: gpu.launch_func @[[V]]::@[[V]]_reduce
 

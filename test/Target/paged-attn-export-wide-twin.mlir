@@ -2,16 +2,16 @@
 // twin as the SIMT kernel with the 4-head tile and 8 warps, and the manifest
 // names the bundle it is the twin of (docs/bundle-format.md).
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: pa-opt %s -paged-attn-to-ptx="chip=sm_70 heads-per-program=4 warps=8 export-dir=%t wide-twin-of=pa_f16_d128_b16_h8_wmma" -o /dev/null
-// RUN: FileCheck %s < %t/pa_f16_d128_b16_h4_w8_sm70.manifest
-// RUN: not pa-opt %s -paged-attn-to-ptx="chip=sm_70 wide-twin-of=pa_f16_d128_b16_h8_wmma" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERR
+// RUN: pa-opt %s -paged-attn-to-ptx="chip=sm_70 heads-per-program=4 warps=8 export-dir=%t wide-twin-of=pa_f16_d128_h8_wmma" -o /dev/null
+// RUN: FileCheck %s < %t/pa_f16_d128_h4_w8_sm70.manifest
+// RUN: not pa-opt %s -paged-attn-to-ptx="chip=sm_70 wide-twin-of=pa_f16_d128_h8_wmma" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERR
 
-// CHECK: name pa_f16_d128_b16_h4_w8_sm70
+// CHECK: name pa_f16_d128_h4_w8_sm70
 // CHECK: heads_per_program 4
 // CHECK-NEXT: warps 8
 // CHECK-NEXT: token_step 16
-// CHECK-NEXT: wide_twin_of pa_f16_d128_b16_h8_wmma_sm70
-// CHECK-NEXT: kernel partition pa_f16_d128_b16_h4_w8_partition threads 256 smem
+// CHECK-NEXT: wide_twin_of pa_f16_d128_h8_wmma_sm70
+// CHECK-NEXT: kernel partition pa_f16_d128_h4_w8_partition threads 256 smem
 // CHECK-NOT: wide_twin_of
 
 // Nothing would carry the declaration without export-dir: refused.

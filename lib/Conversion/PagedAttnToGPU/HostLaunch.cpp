@@ -68,8 +68,6 @@ gpu::GPUModuleOp getOrCreateVariantModule(RewriterBase &rewriter,
                    b.getNamedAttr("tmp_dtype", TypeAttr::get(plan.tmpType)),
                    b.getNamedAttr("head_size",
                                   b.getI64IntegerAttr(plan.headSize)),
-                   b.getNamedAttr("block_size",
-                                  b.getI64IntegerAttr(plan.blockSize)),
                    b.getNamedAttr("heads_per_program",
                                   b.getI64IntegerAttr(plan.headsPerProgram)),
                    b.getNamedAttr("warps", b.getI64IntegerAttr(plan.warps)),
@@ -81,7 +79,7 @@ gpu::GPUModuleOp getOrCreateVariantModule(RewriterBase &rewriter,
                    b.getNamedAttr("reduce_grid_x",
                                   b.getStringAttr(reduceGridX())),
                    b.getNamedAttr("query_packs",
-                                  b.getStringAttr(queryPacks(plan.usesMma()))),
+                                  b.getStringAttr(queryPacks(plan.packsTokens()))),
                    b.getNamedAttr("reduce_threads",
                                   b.getI64IntegerAttr(kReduceWarps * 32)),
                    b.getNamedAttr("reduce_shared_bytes",
@@ -112,10 +110,23 @@ Value flatten(OpBuilder &b, Location loc, Value memref) {
                                            /*strides=*/{1});
 }
 
+/// The caches' block size as i32: the static dim, or memref.dim of the key
+/// cache's (the kernels take it at run time).
+Value blockSizeI32(OpBuilder &b, DecodeV2Op op) {
+  Location loc = op.getLoc();
+  auto type = cast<MemRefType>(op.getKeyCache().getType());
+  if (!type.isDynamicDim(3))
+    return arith::ConstantIntOp::create(b, loc, type.getDimSize(3), 32);
+  Value dim = memref::DimOp::create(b, loc, op.getKeyCache(), 3);
+  return arith::IndexCastOp::create(b, loc, b.getI32Type(), dim);
+}
+
 /// Launch-time sizes kernelArgValues cannot read off the op's types.
 struct LaunchSizes {
   Value maxBlocksPerSeq, maxNumPartitions, numPartitions; // i32
   Value maxQueryLen; // i32: 0 with one query token per sequence
+  Value numBlocks;   // i32: key_cache dim 0
+  Value errorWord;   // memref<?xi32>: 4 words on the device, zeroed
 };
 
 /// Every kernel parameter's value by name (KernelParams.h), created at the
@@ -151,6 +162,7 @@ llvm::StringMap<Value> kernelArgValues(RewriterBase &rewriter, DecodeV2Op op,
   int64_t heads = op.getNumHeads(), kvHeads = op.getNumKvHeads();
   values["scale"] = arith::ConstantOp::create(rewriter, loc, op.getScaleAttr());
   values["max_blocks_per_seq"] = sizes.maxBlocksPerSeq;
+  values["block_size"] = blockSizeI32(rewriter, op);
   values["num_heads"] = i32(heads);
   values["max_num_partitions"] = sizes.maxNumPartitions;
   values["partition_tokens"] = i32(op.getPartitionSize());
@@ -174,6 +186,8 @@ llvm::StringMap<Value> kernelArgValues(RewriterBase &rewriter, DecodeV2Op op,
       op.getQueryStartLoc() ? flatten(rewriter, loc, op.getQueryStartLoc())
                             : values["seq_lens"];
   values["max_query_len"] = sizes.maxQueryLen;
+  values["num_blocks"] = sizes.numBlocks;
+  values["error_word"] = sizes.errorWord;
   return values;
 }
 
@@ -216,6 +230,158 @@ LogicalResult checkLowerable(DecodeV2Op op,
   return success();
 }
 
+/// The launches of one decode_v2 op's kernels, replacing the op: its sizes
+/// (constants where the types know them, memref.dim otherwise), the
+/// kernels' arguments from the parameter table, and the launch sequence of
+/// the file header.
+class DecodeLaunch {
+public:
+  DecodeLaunch(PatternRewriter &rewriter, DecodeV2Op op,
+               const KernelPlan &plan, gpu::GPUModuleOp mod)
+      : rewriter(rewriter), op(op), plan(plan), mod(mod), loc(op.getLoc()) {}
+
+  void emit() {
+    rewriter.setInsertionPoint(op);
+    planSizes();
+    Value errorWord = allocErrorWord();
+    values = kernelArgValues(
+        rewriter, op,
+        {toI32(maxBlocks), toI32(maxParts), toI32(parts),
+         maxQueryLen
+             ? toI32(maxQueryLen)
+             : arith::ConstantIntOp::create(rewriter, loc, 0, 32).getResult(),
+         toI32(dim(op.getKeyCache(), 0)), flatten(rewriter, loc, errorWord)});
+    // One partition covers every context: one kernel, no workspace trip.
+    if (auto staticParts = getConstantIntValue(parts);
+        staticParts && *staticParts == 1) {
+      launchPartition(rewriter, KernelRole::OnePass, idx(1));
+      freeErrorWord(errorWord);
+      rewriter.eraseOp(op);
+      return;
+    }
+    Value single = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::ule, parts, idx(1));
+    auto ifOp = scf::IfOp::create(rewriter, loc, single,
+                                  /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(ifOp.thenBlock());
+      launchPartition(rewriter, KernelRole::OnePass, idx(1));
+      rewriter.setInsertionPointToStart(ifOp.elseBlock());
+      launchPartition(rewriter, KernelRole::Partition, parts);
+      launchReduce(rewriter);
+    }
+    freeErrorWord(errorWord);
+    rewriter.eraseOp(op);
+  }
+
+private:
+  /// The kernels' error word (docs/runtime.md, "Bad block tables"): this
+  /// path has no runtime to own one, so each call allocates four zeroed
+  /// words and frees them after its launches (nothing reads them back).
+  Value allocErrorWord() {
+    auto type = MemRefType::get({4}, rewriter.getI32Type());
+    Value word = gpu::AllocOp::create(rewriter, loc, type,
+                                      /*asyncToken=*/Type(), ValueRange{},
+                                      ValueRange{}, ValueRange{},
+                                      /*hostShared=*/false)
+                     .getMemref();
+    gpu::MemsetOp::create(rewriter, loc, /*asyncToken=*/Type(), ValueRange{},
+                          word,
+                          arith::ConstantIntOp::create(rewriter, loc, 0, 32));
+    return word;
+  }
+  void freeErrorWord(Value word) {
+    gpu::DeallocOp::create(rewriter, loc, /*asyncToken=*/Type(), ValueRange{},
+                           word);
+  }
+
+  Value idx(int64_t v) {
+    return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
+  }
+  Value toI32(Value index) {
+    return arith::IndexCastOp::create(rewriter, loc, rewriter.getI32Type(),
+                                      index)
+        .getResult();
+  }
+  Value dim(Value memref, int64_t i) {
+    auto type = cast<MemRefType>(memref.getType());
+    if (!type.isDynamicDim(i))
+      return idx(type.getDimSize(i));
+    return memref::DimOp::create(rewriter, loc, memref, i);
+  }
+
+  void planSizes() {
+    heads = op.getNumHeads(), kvHeads = op.getNumKvHeads();
+    int64_t group = heads / kvHeads;
+    tiles = llvm::divideCeil(group, plan.headsPerProgram);
+    seqs = dim(op.getSeqLens(), 0);
+    // Query slots per sequence (the grid's x is partitions x slots):
+    // max_query_len, or 1 with one token per sequence (KernelIdioms.h,
+    // QueryRow). The partition kernels' packs of query tokens (queryPacks):
+    // the tensor-core tile serves max(heads_per_program / group, 1) tokens.
+    maxQueryLen = op.getMaxQueryLen();
+    tokensPerProgram =
+        plan.packsTokens() ? std::max<int64_t>(1, plan.headsPerProgram / group)
+                           : 1;
+    maxBlocks = dim(op.getBlockTables(), 1);
+    maxParts = dim(op.getExpSums(), 2);
+    // Adaptive: partitions for max_seq_len. Fixed grid: every workspace
+    // partition, independent of the current lengths.
+    parts = op.getMaxSeqLen()
+                ? arith::CeilDivUIOp::create(rewriter, loc, op.getMaxSeqLen(),
+                                             idx(op.getPartitionSize()))
+                      .getResult()
+                : maxParts;
+  }
+
+  SmallVector<Value> argsOf(KernelRole role) {
+    SmallVector<Value> args;
+    for (const KernelParam &p :
+         kernelParams(role, plan.extLogits, plan.fp8Cache())) {
+      assert(values.lookup(p.name) && "every kernel parameter has a value");
+      args.push_back(values.lookup(p.name));
+    }
+    return args;
+  }
+
+  void launchPartition(OpBuilder &b, KernelRole role, Value gridX) {
+    std::string name = plan.name() + "_" + roleName(role);
+    gpu::LaunchFuncOp::create(
+        b, loc, mod.lookupSymbol<gpu::GPUFuncOp>(name),
+        gpu::KernelDim3{
+            timesQueryPacks(b, loc, gridX, maxQueryLen, tokensPerProgram),
+            idx(kvHeads * tiles), seqs},
+        gpu::KernelDim3{idx(plan.threads()), idx(1), idx(1)},
+        /*dynamicSharedMemorySize=*/Value(), argsOf(role));
+  }
+
+  void launchReduce(OpBuilder &b) {
+    // Heads per reduce program: ceil(4 / ceil(parts / 8)), as the kernel
+    // derives it from the same count (KernelBuilders.h).
+    Value perProgram = arith::CeilDivUIOp::create(
+        b, loc, idx(kReduceWarps),
+        arith::CeilDivUIOp::create(b, loc, parts,
+                                   idx(kReducePartitionsPerWarp)));
+    Value gridX = arith::CeilDivUIOp::create(b, loc, idx(heads), perProgram);
+    gpu::LaunchFuncOp::create(
+        b, loc, mod.lookupSymbol<gpu::GPUFuncOp>(plan.name() + "_reduce"),
+        gpu::KernelDim3{timesQueryPacks(b, loc, gridX, maxQueryLen, 1), seqs,
+                        idx(1)},
+        gpu::KernelDim3{idx(kReduceWarps * 32), idx(1), idx(1)},
+        /*dynamicSharedMemorySize=*/Value(), argsOf(KernelRole::Reduce));
+  }
+
+  PatternRewriter &rewriter;
+  DecodeV2Op op;
+  const KernelPlan &plan;
+  gpu::GPUModuleOp mod;
+  Location loc;
+  int64_t heads = 0, kvHeads = 0, tiles = 0, tokensPerProgram = 1;
+  Value seqs, maxQueryLen, maxBlocks, maxParts, parts;
+  llvm::StringMap<Value> values;
+};
+
 /// DecodeV2Lowering: memref-form decode_v2 -> launches of its variant (or,
 /// with host=runtime, its kernels and a runtime call: HostRuntimeCall.cpp).
 struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
@@ -237,122 +403,7 @@ struct DecodeV2Lowering : public OpRewritePattern<DecodeV2Op> {
     // the runtime, which plans the launch itself.
     if (options.host == "runtime")
       return lowerDecodeV2ToRuntimeCall(rewriter, op);
-    std::string base = plan->name();
-    auto kernel = [&](StringRef suffix) {
-      return mod.lookupSymbol<gpu::GPUFuncOp>(base + suffix.str());
-    };
-
-    Location loc = op.getLoc();
-    rewriter.setInsertionPoint(op);
-    auto idx = [&](int64_t v) {
-      return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
-    };
-    auto toI32 = [&](Value index) {
-      return arith::IndexCastOp::create(rewriter, loc, rewriter.getI32Type(),
-                                        index)
-          .getResult();
-    };
-
-    int64_t heads = op.getNumHeads(), kvHeads = op.getNumKvHeads();
-    int64_t group = heads / kvHeads;
-    int64_t tiles = llvm::divideCeil(group, plan->headsPerProgram);
-    int64_t partition = op.getPartitionSize();
-    // Sizes: constants where the types know them, memref.dim otherwise.
-    auto dim = [&](Value memref, int64_t i) -> Value {
-      auto type = cast<MemRefType>(memref.getType());
-      if (!type.isDynamicDim(i))
-        return idx(type.getDimSize(i));
-      return memref::DimOp::create(rewriter, loc, memref, i);
-    };
-    Value seqs = dim(op.getSeqLens(), 0);
-    // Query slots per sequence (the grid's x is partitions x slots):
-    // max_query_len, or 1 with one token per sequence (KernelIdioms.h,
-    // QueryRow).
-    Value maxQueryLen = op.getMaxQueryLen();
-    // The partition kernels' packs of query tokens (queryPacks): the
-    // tensor-core tile serves max(heads_per_program / group, 1) tokens.
-    int64_t tokensPerProgram =
-        plan->usesMma() ? std::max<int64_t>(1, plan->headsPerProgram / group)
-                        : 1;
-    auto timesSlots = [&](OpBuilder &b, Value v) {
-      return timesQueryPacks(b, loc, v, maxQueryLen, 1);
-    };
-    auto timesPacks = [&](OpBuilder &b, Value v) {
-      return timesQueryPacks(b, loc, v, maxQueryLen, tokensPerProgram);
-    };
-    Value maxBlocks = dim(op.getBlockTables(), 1);
-    Value maxParts = dim(op.getExpSums(), 2);
-    // Adaptive: partitions for max_seq_len. Fixed grid: every workspace
-    // partition, independent of the current lengths.
-    Value parts =
-        op.getMaxSeqLen()
-            ? arith::CeilDivUIOp::create(rewriter, loc, op.getMaxSeqLen(),
-                                         idx(partition))
-                  .getResult()
-            : maxParts;
-
-    llvm::StringMap<Value> values =
-        kernelArgValues(rewriter, op,
-                        {toI32(maxBlocks), toI32(maxParts), toI32(parts),
-                         maxQueryLen ? toI32(maxQueryLen)
-                                     : arith::ConstantIntOp::create(
-                                           rewriter, loc, 0, 32)
-                                           .getResult()});
-    auto argsOf = [&](KernelRole role) {
-      SmallVector<Value> args;
-      for (const KernelParam &p :
-           kernelParams(role, plan->extLogits, plan->fp8Cache())) {
-        assert(values.lookup(p.name) && "every kernel parameter has a value");
-        args.push_back(values.lookup(p.name));
-      }
-      return args;
-    };
-
-    gpu::KernelDim3 block{idx(plan->threads()), idx(1), idx(1)};
-    auto launchPartition = [&](OpBuilder &b, KernelRole role, Value gridX) {
-      gpu::LaunchFuncOp::create(
-          b, loc, kernel(std::string("_") + roleName(role)),
-          gpu::KernelDim3{timesPacks(b, gridX), idx(kvHeads * tiles), seqs},
-          block,
-          /*dynamicSharedMemorySize=*/Value(), argsOf(role));
-    };
-    auto launchReduce = [&](OpBuilder &b) {
-      // Heads per reduce program: ceil(4 / ceil(parts / 8)), as the kernel
-      // derives it from the same count (KernelBuilders.h).
-      Value perProgram = arith::CeilDivUIOp::create(
-          b, loc, idx(kReduceWarps),
-          arith::CeilDivUIOp::create(b, loc, parts,
-                                     idx(kReducePartitionsPerWarp)));
-      gpu::LaunchFuncOp::create(
-          b, loc, kernel("_reduce"),
-          gpu::KernelDim3{timesSlots(b, arith::CeilDivUIOp::create(
-                                            b, loc, idx(heads), perProgram)),
-                          seqs, idx(1)},
-          gpu::KernelDim3{idx(kReduceWarps * 32), idx(1), idx(1)},
-          /*dynamicSharedMemorySize=*/Value(), argsOf(KernelRole::Reduce));
-    };
-
-    // One partition covers every context: one kernel, no workspace trip.
-    if (auto staticParts = getConstantIntValue(parts);
-        staticParts && *staticParts == 1) {
-      launchPartition(rewriter, KernelRole::OnePass, idx(1));
-      rewriter.eraseOp(op);
-      return success();
-    }
-    Value single = arith::CmpIOp::create(rewriter, loc,
-                                         arith::CmpIPredicate::ule, parts,
-                                         idx(1));
-    auto ifOp = scf::IfOp::create(rewriter, loc, single,
-                                  /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(ifOp.thenBlock());
-      launchPartition(rewriter, KernelRole::OnePass, idx(1));
-      rewriter.setInsertionPointToStart(ifOp.elseBlock());
-      launchPartition(rewriter, KernelRole::Partition, parts);
-      launchReduce(rewriter);
-    }
-    rewriter.eraseOp(op);
+    DecodeLaunch(rewriter, op, *plan, mod).emit();
     return success();
   }
 

@@ -298,7 +298,7 @@ HostCallOperands RuntimeCallBuilder::operands() {
   in.num_heads = i32(op.getNumHeads());
   in.num_kv_heads = i32(op.getNumKvHeads());
   in.head_size = i32(op.getHeadSize());
-  in.block_size = i32(op.getBlockSize());
+  in.block_size = dimI32(op.getKeyCache(), 3);
   in.num_blocks = dimI32(op.getKeyCache(), 0);
   in.max_blocks_per_seq = dimI32(op.getBlockTables(), 1);
   in.max_num_partitions = dimI32(op.getExpSums(), 2);

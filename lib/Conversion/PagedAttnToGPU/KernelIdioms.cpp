@@ -51,10 +51,17 @@ Value mlir::paged_attn::slidingWindowStart(ImplicitLocOpBuilder &b,
 QueryRow mlir::paged_attn::queryRowOf(ImplicitLocOpBuilder &b, Value gridX,
                                       Value seq, Value seqLens,
                                       Value queryStartLoc, Value maxQueryLen,
-                                      Value perProgram) {
+                                      Value perProgram, Value capacity) {
   QueryRow r;
   // seq_lens[seq] first: its load is in flight with query_start_loc's.
-  r.len = toIndex(b, memref::LoadOp::create(b, seqLens, ValueRange{seq}));
+  r.rawLen = memref::LoadOp::create(b, seqLens, ValueRange{seq});
+  r.len = toIndex(b, r.rawLen);
+  if (capacity) {
+    // Negative lengths are huge unsigned: one compare covers both bounds.
+    r.lenBad =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, r.len, capacity);
+    r.len = arith::SelectOp::create(b, r.lenBad, cIdx(b, 0), r.len);
+  }
   Value slots = arith::MaxUIOp::create(b, toIndex(b, maxQueryLen), cIdx(b, 1));
   std::optional<int64_t> one = getConstantIntValue(perProgram);
   Value packs = one && *one == 1
@@ -104,6 +111,93 @@ Value mlir::paged_attn::tokenContext(ImplicitLocOpBuilder &b,
       b, arith::SubIOp::create(b, q.len, q.qLen),
       arith::AddIOp::create(b, j, cIdx(b, 1)));
   return arith::MaxSIOp::create(b, attended, cIdx(b, 0));
+}
+
+void mlir::paged_attn::recordBadInput(ImplicitLocOpBuilder &b, Value errorWord,
+                                      Value seq, Value index, Value value) {
+  Type i32 = b.getI32Type();
+  Value old = memref::AtomicRMWOp::create(
+      b, arith::AtomicRMWKind::addi, arith::ConstantIntOp::create(b, 1, 32),
+      errorWord, ValueRange{cIdx(b, 0)});
+  auto ifOp = scf::IfOp::create(
+      b,
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, old,
+                            arith::ConstantIntOp::create(b, 0, 32)),
+      /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  memref::StoreOp::create(b, arith::IndexCastOp::create(b, i32, seq), errorWord,
+                          ValueRange{cIdx(b, 1)});
+  memref::StoreOp::create(b, index, errorWord, ValueRange{cIdx(b, 2)});
+  memref::StoreOp::create(b, value, errorWord, ValueRange{cIdx(b, 3)});
+}
+
+void mlir::paged_attn::recordLastBadEntry(ImplicitLocOpBuilder &b,
+                                           Value blockTables, Value tableRow,
+                                           Value numBlocks, Value shift,
+                                           Value start, Value end,
+                                           Value errorWord, Value seq) {
+  // Downwards from the range's last block, stopping at the first bad one;
+  // block numbers in i32 (a row has fewer than 2^31 blocks). `n` is one
+  // past the block to look at next.
+  Type i32 = b.getI32Type();
+  auto toI32 = [&](Value v) -> Value {
+    return arith::IndexCastOp::create(b, i32, v);
+  };
+  Value from = toI32(arith::ShRUIOp::create(b, start, shift));
+  Value n0 = arith::SelectOp::create(
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, end, start),
+      arith::AddIOp::create(
+          b,
+          toI32(arith::ShRUIOp::create(
+              b, arith::SubIOp::create(b, end, cIdx(b, 1)), shift)),
+          arith::ConstantIntOp::create(b, 1, 32)),
+      from);
+  auto entryOf = [&](ImplicitLocOpBuilder &eb, Value n) -> Value {
+    Value logical = arith::SubIOp::create(
+        eb, n, arith::ConstantIntOp::create(eb, 1, 32));
+    return memref::LoadOp::create(
+        eb, blockTables,
+        ValueRange{arith::AddIOp::create(
+            eb, tableRow,
+            arith::IndexCastUIOp::create(eb, eb.getIndexType(), logical))});
+  };
+  auto scan = scf::WhileOp::create(
+      b, TypeRange{i32}, ValueRange{n0},
+      [&](OpBuilder &nested, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder nb(loc, nested);
+        Value more = arith::CmpIOp::create(nb, arith::CmpIPredicate::ugt,
+                                           args[0], from);
+        auto good = scf::IfOp::create(nb, TypeRange{nb.getI1Type()}, more,
+                                      /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard guard(nb);
+        nb.setInsertionPointToStart(good.thenBlock());
+        scf::YieldOp::create(
+            nb, ValueRange{arith::CmpIOp::create(nb, arith::CmpIPredicate::ult,
+                                                 entryOf(nb, args[0]),
+                                                 numBlocks)});
+        nb.setInsertionPointToStart(good.elseBlock());
+        Value no = arith::ConstantIntOp::create(nb, 0, 1);
+        scf::YieldOp::create(nb, ValueRange{no});
+        nb.setInsertionPointAfter(good);
+        scf::ConditionOp::create(nb, good.getResult(0), args);
+      },
+      [&](OpBuilder &nested, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder nb(loc, nested);
+        scf::YieldOp::create(
+            nb, ValueRange{arith::SubIOp::create(
+                    nb, args[0], arith::ConstantIntOp::create(nb, 1, 32))});
+      });
+  Value n = scan.getResult(0);
+  auto found = scf::IfOp::create(
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, n, from),
+      /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(found.thenBlock());
+  Value entry = entryOf(b, n);
+  Value logical =
+      arith::SubIOp::create(b, n, arith::ConstantIntOp::create(b, 1, 32));
+  recordBadInput(b, errorWord, seq, logical, entry);
 }
 
 Value mlir::paged_attn::fp8PairToF16(ImplicitLocOpBuilder &b, Value bytes,
@@ -227,6 +321,49 @@ Value mlir::paged_attn::fma(ImplicitLocOpBuilder &b, Value a, Value x,
 Value mlir::paged_attn::maxf(ImplicitLocOpBuilder &b, Value a, Value c) {
   Value gt = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, a, c);
   return arith::SelectOp::create(b, gt, a, c);
+}
+
+Value mlir::paged_attn::xorReduce(ImplicitLocOpBuilder &b, Value v,
+                                  ArrayRef<int64_t> offsets,
+                                  Value (*combine)(ImplicitLocOpBuilder &,
+                                                   Value, Value)) {
+  for (int64_t off : offsets)
+    v = combine(b, v, shuffleXor(b, v, off));
+  return v;
+}
+
+SmallVector<int64_t> mlir::paged_attn::xorOffsets(int64_t first, int64_t end) {
+  SmallVector<int64_t> out;
+  for (int64_t off = first; off < end; off *= 2)
+    out.push_back(off);
+  return out;
+}
+
+Value mlir::paged_attn::addf(ImplicitLocOpBuilder &b, Value a, Value c) {
+  return arith::AddFOp::create(b, a, c);
+}
+
+Value mlir::paged_attn::foldOnlineSoftmax(ImplicitLocOpBuilder &b, Value &m,
+                                          Value &l, ArrayRef<Value> logits,
+                                          ArrayRef<int64_t> offsets,
+                                          SmallVectorImpl<Value> &p) {
+  Value mx = logits.front();
+  for (Value s : logits.drop_front())
+    mx = maxf(b, mx, s);
+  mx = xorReduce(b, mx, offsets, maxf);
+  Value mNew = maxf(b, m, mx);
+  Value alpha = exp2(b, arith::SubFOp::create(b, m, mNew));
+  Value sum;
+  for (Value s : logits) {
+    p.push_back(exp2(b, arith::SubFOp::create(b, s, mNew)));
+    if (sum)
+      sum = arith::AddFOp::create(b, sum, p.back());
+    else
+      sum = p.back();
+  }
+  l = fma(b, l, alpha, sum);
+  m = mNew;
+  return alpha;
 }
 
 std::pair<Value, Value> mlir::paged_attn::sinkState(ImplicitLocOpBuilder &b,

@@ -39,16 +39,37 @@ struct QueryRow {
   Value row;    // the first token's query, output and workspace row
   Value seqLen; // context tokens the program's last token attends to
   Value live;   // i1, j0 < q_len: the other programs have no row
+  // With a capacity: seq_lens[seq] as loaded (i32), and whether it is bad
+  // (negative or above the capacity; i1). A bad length counts as 0 tokens
+  // (`len` is then 0).
+  Value rawLen, lenBad;
 };
 /// The query rows of the program at (`gridX`, `seq`), from the kernel
 /// parameters seq_lens, query_start_loc and max_query_len (i32; 0: one
 /// token per sequence, query_start_loc not read) and `perProgram` (index).
+/// With `capacity` (index: max_blocks_per_seq * block_size), seq_lens[seq]
+/// is checked against it.
 QueryRow queryRowOf(ImplicitLocOpBuilder &b, Value gridX, Value seq,
                     Value seqLens, Value queryStartLoc, Value maxQueryLen,
-                    Value perProgram);
+                    Value perProgram, Value capacity = {});
 /// Context tokens query token `j` of `q`'s sequence attends to:
 /// max(seq_lens[seq] - q_len + j + 1, 0).
 Value tokenContext(ImplicitLocOpBuilder &b, const QueryRow &q, Value j);
+
+/// Bad block tables (docs/runtime.md), cold paths of the kernels that
+/// normalize the softmax (one-pass, reduce). Counts a bad input in
+/// error_word[0] and, if it is the first, stores (seq, index, value) in
+/// error_word[1..4) (i32 values; index -1: seq_lens[seq]).
+void recordBadInput(ImplicitLocOpBuilder &b, Value errorWord, Value seq,
+                    Value index, Value value);
+/// Records the highest logical block of the tokens [start, end) (index;
+/// `shift` = log2(block_size)) whose entry in block_tables row `tableRow`
+/// (index) is outside [0, num_blocks); nothing when none is. Downwards: a
+/// range [s, end) with s <= start whose blocks from start on are attended
+/// records an attended bad entry whenever there is one.
+void recordLastBadEntry(ImplicitLocOpBuilder &b, Value blockTables,
+                         Value tableRow, Value numBlocks, Value shift,
+                         Value start, Value end, Value errorWord, Value seq);
 
 /// Loads `n` elements at `memref[offset]` as one vector with the alignment
 /// of its size (16 bytes for the cache and query chunks): one ld.global.v4.
@@ -77,6 +98,26 @@ Value exp2(ImplicitLocOpBuilder &b, Value v);
 Value fma(ImplicitLocOpBuilder &b, Value a, Value x, Value c);
 /// max(a, c) for values that are never NaN (-inf allowed).
 Value maxf(ImplicitLocOpBuilder &b, Value a, Value c);
+
+/// `v` combined with its xor partners at each of `offsets` in turn (a
+/// butterfly over those lane bits): every lane ends with its group's total.
+/// `combine` is maxf or addf.
+Value xorReduce(ImplicitLocOpBuilder &b, Value v, ArrayRef<int64_t> offsets,
+                Value (*combine)(ImplicitLocOpBuilder &, Value, Value));
+/// The xor offsets first, 2 first, 4 first, ... below `end`.
+SmallVector<int64_t> xorOffsets(int64_t first, int64_t end);
+/// a + c (arith.addf), in the form xorReduce takes.
+Value addf(ImplicitLocOpBuilder &b, Value a, Value c);
+
+/// Folds one step's logits (log2 domain) of one query row into its running
+/// online softmax (m, l), the one update every partition kernel uses: the
+/// step max over `logits` and over the lanes at xor `offsets` (the row's
+/// other tokens), mNew = max(m, step max); appends the weights
+/// p_i = 2^(logit_i - mNew) to `p`; l = l * alpha + sum(p); m = mNew.
+/// Returns alpha = 2^(m - mNew), the old accumulators' rescale factor.
+Value foldOnlineSoftmax(ImplicitLocOpBuilder &b, Value &m, Value &l,
+                        ArrayRef<Value> logits, ArrayRef<int64_t> offsets,
+                        SmallVectorImpl<Value> &p);
 
 /// The attention sink of query head `head` (index) as an online-softmax
 /// state (m, l) to merge where the softmax is normalized: (sinks[head] *

@@ -31,8 +31,7 @@ std::string KernelPlan::name() const {
   std::string n = "pa_" + typeName(elemType);
   if (cacheType != elemType)
     n += "_kv" + typeName(cacheType);
-  n += "_d" + std::to_string(headSize) + "_b" + std::to_string(blockSize) +
-       "_h" + std::to_string(headsPerProgram);
+  n += "_d" + std::to_string(headSize) + "_h" + std::to_string(headsPerProgram);
   if (!tmpType.isF32())
     n += "_tmp" + typeName(tmpType);
   if (warps != 4)
@@ -84,7 +83,6 @@ static KernelPlan planTypes(DecodeV2Op op) {
                         .getElementType()
                   : Float32Type::get(op.getContext());
   p.headSize = op.getHeadSize();
-  p.blockSize = op.getBlockSize();
   p.cacheBytes = p.cacheType.getIntOrFloatBitWidth() / 8;
   p.keyPack = 16 / p.cacheBytes;
   p.chunks = p.headSize / p.keyPack;
@@ -204,11 +202,10 @@ static LogicalResult planSimt(DecodeV2Op op,
   // (16 bytes) for 16- and 32-bit caches, 8 (8 bytes) for fp8, whose 16
   // tokens' scores would not fit the registers.
   p.groupTokens = std::min<int64_t>(p.keyPack, 8);
-  if (p.blockSize % p.groupTokens != 0)
-    return op.emitOpError("block_size ")
-           << p.blockSize << " is smaller than one 16-byte value chunk ("
-           << p.groupTokens << " tokens of " << p.cacheType
-           << "): not supported by the lowering";
+  // block_size is a run-time parameter, a power of two from 8 (the
+  // verifier and the runtime check it): a group's tokens never straddle
+  // two blocks.
+  assert(p.groupTokens <= 8 && "block sizes start at 8");
   p.tokenStep = p.groups * p.groupTokens;
   p.dimsPerLane = llvm::divideCeil(p.headSize, p.lanesPerToken);
   return success();

@@ -56,7 +56,8 @@ struct KernelPlan {
   Type cacheType;     // key and value cache
   Type tmpType;       // tmp_output
   int64_t headSize;
-  int64_t blockSize;
+  // No block size: it is the kernels' run-time `block_size` parameter (a
+  // power of two in [8, 128]), so one variant serves every block size.
   int64_t headsPerProgram; // GQA tile
   int64_t warps;
   /// ALiBi and the logits soft cap compiled in ("_ext" variants): they cost
@@ -100,6 +101,15 @@ struct KernelPlan {
   }
   bool usesMma() const { return kind == KernelKind::Mma; }
   bool usesWmma() const { return kind == KernelKind::Wmma; }
+  /// Whether a program serves several query tokens of its sequence (the
+  /// tensor-core tile, when its group is smaller than the tile: HostLaunch's
+  /// query packs, PartitionProgram::slotOf). Not the fp8 tile of head size
+  /// 192: its per-slot masks do not fit the 168 registers of 3 programs
+  /// per SM (ptxas 13 spills 8 bytes on sm_90), so it runs one token per
+  /// program, as the SIMT and wmma kernels do.
+  bool packsTokens() const {
+    return usesMma() && !(fp8Cache() && headSize == 192);
+  }
   /// f32 words of workgroup memory for the cross-warp merge (the epilogue
   /// layout: acc[warp][head][dim], m[warp][head], l[warp][head]).
   int64_t epilogueFloats() const {
@@ -188,7 +198,7 @@ struct KernelPlan {
   int64_t wmmaBytes() const {
     return wmmaQueryOffset() + 2 * 16 * wmmaKeyStride();
   }
-  /// A stable name, e.g. "pa_f16_d128_b16_h4" (tmp_output f32), with
+  /// A stable name, e.g. "pa_f16_d128_h4" (tmp_output f32), with
   /// "_ext" for ALiBi and soft cap, "_mma" and "_wmma" for the tensor-core
   /// kernels.
   std::string name() const;

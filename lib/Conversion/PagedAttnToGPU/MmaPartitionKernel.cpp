@@ -75,13 +75,61 @@ public:
   using PartitionProgram::PartitionProgram;
 
 private:
+  /// One warp step's values, handed from phase to phase of emitStep.
+  struct MmaStep {
+    Value step, tok0;
+    StepMask mask;
+    /// The step's two halves of 8 tokens: block base, slot of the half's
+    /// first token in its block, whether its block-table entry is bad.
+    Value halfBase[2], halfSlot[2], halfBad[2];
+    /// Key words [row half][chunk quad] -> 4 words; values [dim half][m block].
+    SmallVector<SmallVector<Value>> keyWords[2];
+    SmallVector<Value> vecV[2];
+    /// The lane's value tokens (4t), the next value load's offset, the stride.
+    Value vTok, vOfs, vStride;
+    /// Token rows g and g + 8: offset in the step, ALiBi position, and with
+    /// StepMask::range whether the token is in the program's range.
+    Value rowTok[2], rowPos[2], rowValid[2];
+
+    bool masked() const { return mask != StepMask::none; }
+  };
+
   void emitPartition(ImplicitLocOpBuilder &b) override;
   /// Stages the tile's query in workgroup memory (one barrier).
   void stageQuery(ImplicitLocOpBuilder &b);
   /// Workgroup index of query chunk `chunk` of tile slot `slot`.
   Value qIndex(ImplicitLocOpBuilder &b, Value slot, Value chunk);
-  MmaState emitStep(ImplicitLocOpBuilder &b, Value step, bool masked,
+  /// One warp step, in the phases below: every load, the score products,
+  /// the logits, the online softmax, the weights through workgroup memory,
+  /// the weighted values.
+  MmaState emitStep(ImplicitLocOpBuilder &b, Value step, StepMask mask,
                     MmaState state);
+  void locateHalves(ImplicitLocOpBuilder &b, MmaStep &st);
+  void loadKeys(ImplicitLocOpBuilder &b, MmaStep &st);
+  void planValueLoads(ImplicitLocOpBuilder &b, MmaStep &st);
+  void loadValues(ImplicitLocOpBuilder &b, MmaStep &st);
+  SmallVector<SmallVector<Value>> scoreProducts(ImplicitLocOpBuilder &b,
+                                                MmaStep &st);
+  /// Whether token `ofs` of the step is in the program's range (packed
+  /// slots: in the union the step-relative i32 range covers).
+  Value inRange(ImplicitLocOpBuilder &b, MmaStep &st, Value ofs);
+  void planRows(ImplicitLocOpBuilder &b, MmaStep &st);
+  Value slotValid(ImplicitLocOpBuilder &b, MmaStep &st, int64_t n, int64_t r,
+                  int64_t e);
+  SmallVector<Value> scaledLogits(ImplicitLocOpBuilder &b, MmaStep &st,
+                                  ArrayRef<SmallVector<Value>> s);
+  /// Logit [n][r][e] with ALiBi and the step's mask.
+  Value logit(ImplicitLocOpBuilder &b, MmaStep &st, ArrayRef<Value> logits,
+              int64_t n, int64_t r, int64_t e);
+  void foldSoftmax(ImplicitLocOpBuilder &b, MmaStep &st, ArrayRef<Value> logits,
+                   MmaState &state, SmallVector<Value> &alpha,
+                   SmallVector<SmallVector<Value>> &p);
+  SmallVector<SmallVector<Value>> shareWeights(ImplicitLocOpBuilder &b,
+                                               MmaStep &st,
+                                               ArrayRef<SmallVector<Value>> p);
+  void accumulateValues(ImplicitLocOpBuilder &b, MmaStep &st,
+                        ArrayRef<Value> alpha, ArrayRef<SmallVector<Value>> pB,
+                        MmaState &state);
   void storeWarpState(ImplicitLocOpBuilder &b, MmaState state);
 
   /// The 32-bit words of a loaded vector of the cache type.
@@ -108,19 +156,27 @@ private:
   /// Chunk quads: k16-block pairs (fp8: quadruples) of the score product.
   int64_t quads() const { return llvm::divideCeil(plan.chunks, 4); }
 
-  /// The token range [lo, hi) of the lane's slot 2t + e of n8 block n
-  /// ([2n + e]) within the partition: a packed slot's query token attends
-  /// to its own context (docs/features.md, "Several query tokens"); with
-  /// ALiBi, slope x (seq_len - the slot's context), its position offset
-  /// from the program's last token. Computed in each masked step, so the
-  /// unmasked steps (one token per sequence) keep no more live values.
+  /// Slot 2t + e of n8 block n, the lane's [2n + e].
+  Slot laneSlot(ImplicitLocOpBuilder &b, int64_t n, int64_t e);
+  /// With ALiBi: the slopes and biases of the lane's slots.
+  void planSlotAlibi(ImplicitLocOpBuilder &b);
+  /// The token range of each of the lane's slots within the partition: a
+  /// packed slot's query token attends to its own context (docs/features.md,
+  /// "Several query tokens"). Built before the masked steps, which alone
+  /// read it, so the whole steps keep no more live values.
   void planSlotRanges(ImplicitLocOpBuilder &b);
 
   Value g, t;
-  /// ALiBi slope x log2(e) of the lane's head 2t + e of n8 block n: [2n + e].
-  SmallVector<Value> slopes;
-  /// planSlotRanges' values, valid inside the masked step that made them.
-  SmallVector<Value> lo, hi, alibiBias;
+  /// ALiBi, per slot [2n + e]: slope x log2(e) of its head, and slope x
+  /// (seq_len - the slot's context), its position's offset from the
+  /// program's last token's (0 with one token per program).
+  SmallVector<Value> slopes, alibiBias;
+  /// Slot [2n + e]'s range as i32 offsets from stepBase: tokens lo + i for
+  /// i < width. 32 bits: the partition is far shorter than 2^31 tokens, and
+  /// 64-bit bounds made the d128/d192 tiles spill at their register caps.
+  SmallVector<Value> lo, width;
+  /// The program's range [rangeStart, partEnd), likewise.
+  Value rangeLo, rangeWidth;
 };
 
 } // namespace
@@ -154,26 +210,25 @@ SmallVector<Value> MmaPartitionBuilder::cacheWords(ImplicitLocOpBuilder &b,
 Value MmaPartitionBuilder::operand(ImplicitLocOpBuilder &b, Value word) {
   if (mmaType().isBF16())
     return word;
-  return LLVM::BitcastOp::create(b, VectorType::get({2}, b.getF16Type()),
-                                 word);
+  return LLVM::BitcastOp::create(b, VectorType::get({2}, b.getF16Type()), word);
 }
 
 Value MmaPartitionBuilder::packWord(ImplicitLocOpBuilder &b, Value lo,
                                     Value hi) {
   auto f32x2 = VectorType::get({2}, b.getF32Type());
   Value pair = vector::FromElementsOp::create(b, f32x2, ValueRange{lo, hi});
-  Value narrow = arith::TruncFOp::create(
-      b, VectorType::get({2}, mmaType()), pair);
+  Value narrow =
+      arith::TruncFOp::create(b, VectorType::get({2}, mmaType()), pair);
   return words(b, narrow).front();
 }
 
 void MmaPartitionBuilder::mma(ImplicitLocOpBuilder &b, ArrayRef<Value> a,
                               ArrayRef<Value> bOps, MutableArrayRef<Value> c) {
   Type f32 = b.getF32Type();
-  auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                     {f32, f32, f32, f32});
-  NVVM::MMATypes type = mmaType().isBF16() ? NVVM::MMATypes::bf16
-                                                : NVVM::MMATypes::f16;
+  auto resultType =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  NVVM::MMATypes type =
+      mmaType().isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
   SmallVector<Value> aOps, bVals;
   for (Value w : a)
     aOps.push_back(operand(b, w));
@@ -182,8 +237,7 @@ void MmaPartitionBuilder::mma(ImplicitLocOpBuilder &b, ArrayRef<Value> a,
   auto op = NVVM::MmaOp::create(
       b, resultType, aOps, bVals, SmallVector<Value>(c.begin(), c.end()),
       ArrayRef<int64_t>{16, 8, 16}, /*b1Op=*/std::nullopt,
-      /*intOverflow=*/std::nullopt,
-      std::array<NVVM::MMATypes, 2>{type, type},
+      /*intOverflow=*/std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
       std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                      NVVM::MMALayout::col});
   for (int64_t r = 0; r < 4; ++r)
@@ -211,7 +265,9 @@ Value MmaPartitionBuilder::qIndex(ImplicitLocOpBuilder &b, Value slot,
   // quarter warp's 16-byte loads fall in different banks.
   int64_t stride = 16 * quads() * ratio() + 16;
   return arith::AddIOp::create(
-      b, cIdx(b, scratchBase() + plan.scratchFloats() - plan.headsPerProgram * stride),
+      b,
+      cIdx(b, scratchBase() + plan.scratchFloats() -
+                  plan.headsPerProgram * stride),
       arith::AddIOp::create(b, arith::MulIOp::create(b, slot, cIdx(b, stride)),
                             arith::MulIOp::create(b, chunk, cIdx(b, 4))));
 }
@@ -227,125 +283,176 @@ void MmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
   for (int64_t i = 0; i < 2 * nBlocks() + 4 * nBlocks() * mBlocks(); ++i)
     state.values.push_back(cF32(b, 0.0f));
 
-  // ALiBi slopes of the lane's heads (2t + e of each n8 block), log2 domain.
-  slopes.clear();
-  for (int64_t n = 0; n < nBlocks() && plan.extLogits; ++n)
-    for (int64_t e = 0; e < 2; ++e) {
-      auto [head, valid] = headOfSlot(
-          b, arith::AddIOp::create(b, arith::MulIOp::create(b, t, cIdx(b, 2)),
-                                   cIdx(b, 8 * n + e)));
-      Value safe = arith::SelectOp::create(
-          b, valid, head,
-          arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
-      slopes.push_back(alibiSlopeLog2(b, safe));
-    }
-
-  // Packed tokens end (and, windowed, start) at different tokens: every
-  // step is masked then.
-  Value packed = arith::CmpIOp::create(b, arith::CmpIPredicate::ugt,
-                                       perProgram, cIdx(b, 1));
+  if (plan.extLogits)
+    planSlotAlibi(b);
   state.values = emitStepLoop(
       b, state.values,
-      [&](ImplicitLocOpBuilder &nb, Value step, bool masked,
+      [&](ImplicitLocOpBuilder &nb, Value step, StepMask mask,
           SmallVector<Value> values) {
         MmaState in{nBlocks(), mBlocks(), std::move(values)};
-        return emitStep(nb, step, masked, in).values;
+        return emitStep(nb, step, mask, in).values;
       },
-      /*prologue=*/nullptr, packed);
+      /*prologue=*/nullptr,
+      [&](ImplicitLocOpBuilder &nb) { planSlotRanges(nb); });
 
   storeWarpState(b, state);
   emitEpilogue(b);
 }
 
-void MmaPartitionBuilder::planSlotRanges(ImplicitLocOpBuilder &b) {
-  lo.clear(), hi.clear(), alibiBias.clear();
+PartitionProgram::Slot MmaPartitionBuilder::laneSlot(ImplicitLocOpBuilder &b,
+                                                     int64_t n, int64_t e) {
+  return slotOf(
+      b, arith::AddIOp::create(b, arith::MulIOp::create(b, t, cIdx(b, 2)),
+                               cIdx(b, 8 * n + e)));
+}
+
+void MmaPartitionBuilder::planSlotAlibi(ImplicitLocOpBuilder &b) {
+  slopes.clear(), alibiBias.clear();
   for (int64_t n = 0; n < nBlocks(); ++n)
     for (int64_t e = 0; e < 2; ++e) {
-      Slot s = slotOf(
-          b, arith::AddIOp::create(b, arith::MulIOp::create(b, t, cIdx(b, 2)),
-                                   cIdx(b, 8 * n + e)));
+      Slot s = laneSlot(b, n, e);
+      Value safe = arith::SelectOp::create(
+          b, s.valid, s.head,
+          arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
+      slopes.push_back(alibiSlopeLog2(b, safe));
       Value len = tokenContext(b, tokens, s.token);
-      lo.push_back(arith::MaxUIOp::create(
-          b, rangeStart, slidingWindowStart(b, len, slidingWindow)));
-      hi.push_back(arith::MinUIOp::create(b, partEnd, len));
-      if (!plan.extLogits)
-        continue;
       Value delta = arith::SIToFPOp::create(
           b, b.getF32Type(),
           arith::IndexCastOp::create(b, b.getI32Type(),
                                      arith::SubIOp::create(b, seqLen, len)));
-      alibiBias.push_back(arith::MulFOp::create(b, slopes[2 * n + e], delta));
+      alibiBias.push_back(arith::MulFOp::create(b, slopes.back(), delta));
+    }
+}
+
+void MmaPartitionBuilder::planSlotRanges(ImplicitLocOpBuilder &b) {
+  lo.clear(), width.clear();
+  auto rel = [&](Value tok) {
+    return arith::IndexCastOp::create(b, b.getI32Type(),
+                                      arith::SubIOp::create(b, tok, stepBase));
+  };
+  rangeLo = rel(rangeStart);
+  rangeWidth = arith::SubIOp::create(b, rel(partEnd), rangeLo);
+  for (int64_t n = 0; n < nBlocks(); ++n)
+    for (int64_t e = 0; e < 2; ++e) {
+      Value len = tokenContext(b, tokens, laneSlot(b, n, e).token);
+      Value first = rel(arith::MaxUIOp::create(
+          b, rangeStart, slidingWindowStart(b, len, slidingWindow)));
+      Value end = rel(arith::MinUIOp::create(b, partEnd, len));
+      // A slot whose context ends before its window or the partition
+      // starts gets width 0.
+      lo.push_back(first);
+      width.push_back(arith::SubIOp::create(
+          b, arith::MaxSIOp::create(b, end, first), first));
     }
 }
 
 MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
-                                       bool masked, MmaState state) {
-  const int64_t bs = plan.blockSize, x = plan.keyPack;
-  Value tok0 = stepToken(b, step);
-  Value tok0Ofs = arith::RemUIOp::create(b, tok0, cIdx(b, bs));
-  auto physOf = [&](Value logical) {
-    Value entry = memref::LoadOp::create(
-        b, blockTables, ValueRange{arith::AddIOp::create(b, blockRow, logical)});
+                                       StepMask mask, MmaState state) {
+  MmaStep st{step, stepToken(b, step), mask};
+  locateHalves(b, st);
+  loadKeys(b, st);
+  planValueLoads(b, st);
+  // A masked step (at most two per warp) loads its values after the
+  // softmax: its masks would otherwise meet every load of the step in
+  // registers, over the caps of the d192 and fp8 tiles.
+  if (!st.masked())
+    loadValues(b, st);
+  SmallVector<SmallVector<Value>> s = scoreProducts(b, st);
+  planRows(b, st);
+  SmallVector<Value> logits = scaledLogits(b, st, s);
+  SmallVector<Value> alpha;
+  SmallVector<SmallVector<Value>> p;
+  foldSoftmax(b, st, logits, state, alpha, p);
+  SmallVector<SmallVector<Value>> pB = shareWeights(b, st, p);
+  if (st.masked())
+    loadValues(b, st);
+  accumulateValues(b, st, alpha, pB, state);
+  return state;
+}
+
+void MmaPartitionBuilder::locateHalves(ImplicitLocOpBuilder &b, MmaStep &st) {
+  auto physOf = [&](Value logical, int64_t half) {
+    CheckedEntry entry = checkedEntry(
+        b, memref::LoadOp::create(
+               b, blockTables,
+               ValueRange{arith::AddIOp::create(b, blockRow, logical)}));
+    st.halfBad[half] = entry.bad;
     return arith::AddIOp::create(
-        b, arith::MulIOp::create(b, toIndex(b, entry), blockStride),
+        b, arith::MulIOp::create(b, toIndex(b, entry.entry), blockStride),
         kvHeadOffset);
   };
-  // The step's 16 tokens lie in one block, or in two of 8.
-  Value logical0 = arith::DivUIOp::create(b, tok0, cIdx(b, bs));
-  Value base0 = physOf(logical0), base1 = base0;
-  if (bs < 16) {
-    Value logical1 = arith::AddIOp::create(b, logical0, cIdx(b, 1));
-    if (masked) // stay inside the sequence's blocks
-      logical1 = arith::MinUIOp::create(
-          b, logical1,
-          arith::DivUIOp::create(
-              b, arith::SubIOp::create(b, seqLen, cIdx(b, 1)), cIdx(b, bs)));
-    base1 = physOf(logical1);
-  }
-  // Key rows g and g + 8: (block base, slot in the block).
-  auto rowSlot = [&](int64_t r) -> std::pair<Value, Value> {
-    if (bs < 16) // row r + g of block 0 or 1
-      return {r < bs ? base0 : base1, arith::AddIOp::create(b, g, cIdx(b, r % bs))};
-    return {base0, arith::AddIOp::create(
-                       b, tok0Ofs, arith::AddIOp::create(b, g, cIdx(b, r)))};
-  };
+  // The step's 16 tokens are two halves of 8, each inside one block (block
+  // sizes are powers of two from 8): the halves' block-table entries, equal
+  // for blocks of 16 and more (the second load then hits L1).
+  Value tok1 = arith::AddIOp::create(b, st.tok0, cIdx(b, 8));
+  Value logical1 = blockOf(b, tok1);
+  if (st.masked()) // stay inside the sequence's blocks
+    logical1 = arith::MinUIOp::create(
+        b, logical1, blockOf(b, arith::SubIOp::create(b, seqLen, cIdx(b, 1))));
+  st.halfBase[0] = physOf(blockOf(b, st.tok0), 0);
+  st.halfBase[1] = physOf(logical1, 1);
+  st.halfSlot[0] = blockSlotOf(b, st.tok0);
+  st.halfSlot[1] = blockSlotOf(b, tok1);
+}
 
-  // Every load of the step before any arithmetic: key chunks (16 bytes) of
-  // both rows, then values (8 bytes) of both dims of every m16 block.
-  SmallVector<SmallVector<Value>> keyWords[2]; // [row][quad] -> 4 words
+void MmaPartitionBuilder::loadKeys(ImplicitLocOpBuilder &b, MmaStep &st) {
+  // Key chunks (16 bytes) of rows g and g + 8, every load of the step
+  // before any arithmetic. With block_size a run-time value the offsets
+  // between a row's loads are no longer load immediates; each load's offset
+  // is the previous one's plus one run-time stride (a chain), so the only
+  // loop-invariant values are the strides: offsets j * stride computed once
+  // would be hoisted out of the step loop and live through it (20 64-bit
+  // registers at d128, which made the tile spill at 4 programs per SM).
+  // Key quad j of a row is 4 j chunks past quad 0: (4 x) << log2(bs).
+  const int64_t x = plan.keyPack;
+  Value quadStride = timesBlock(b, cIdx(b, 4 * x));
   for (int64_t r = 0; r < 2; ++r) {
-    auto [base, slot] = rowSlot(8 * r);
+    Value base = st.halfBase[r];
+    Value slot = arith::AddIOp::create(b, st.halfSlot[r], g);
+    Value ofs = keyChunkOffset(b, base, t, slot);
     for (int64_t j = 0; j < quads(); ++j) {
-      Value chunk = arith::AddIOp::create(b, t, cIdx(b, 4 * j));
-      if (4 * (j + 1) > plan.chunks)
-        chunk = arith::MinUIOp::create(b, chunk, cIdx(b, plan.chunks - 1));
-      Value ofs = keyChunkOffset(b, base, chunk, slot);
-      keyWords[r].push_back(cacheWords(b, loadVector(b, keyCache, ofs, x)));
+      if (j > 0)
+        ofs = arith::AddIOp::create(b, ofs, quadStride);
+      Value at = ofs;
+      if (4 * (j + 1) > plan.chunks) {
+        Value chunk = arith::MinUIOp::create(
+            b, arith::AddIOp::create(b, t, cIdx(b, 4 * j)),
+            cIdx(b, plan.chunks - 1));
+        at = keyChunkOffset(b, base, chunk, slot);
+      }
+      st.keyWords[r].push_back(cacheWords(b, loadVector(b, keyCache, at, x)));
     }
   }
-  // The lane's value tokens 4t .. 4t + 3.
-  Value vTok = arith::MulIOp::create(b, t, cIdx(b, 4));
-  Value vBase = base0, vSlot = arith::AddIOp::create(b, tok0Ofs, vTok);
-  if (bs < 16) {
-    Value second = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, vTok,
-                                         cIdx(b, bs));
-    vBase = arith::SelectOp::create(b, second, base1, base0);
-    vSlot = arith::RemUIOp::create(b, vTok, cIdx(b, bs));
-  }
-  SmallVector<Value> vecV[2]; // [dim half][m block]
+}
+
+void MmaPartitionBuilder::planValueLoads(ImplicitLocOpBuilder &b, MmaStep &st) {
+  // The lane's value tokens 4t .. 4t + 3 of dims g + 8 k (k = 2 mb + r):
+  // value_cache[phys, kvh, dim, slot : slot + 4], dim k's row 8 << log2(bs)
+  // elements past dim k - 1's.
+  st.vTok = arith::MulIOp::create(b, t, cIdx(b, 4));
+  Value second =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::uge, t, cIdx(b, 2));
+  Value vBase =
+      arith::SelectOp::create(b, second, st.halfBase[1], st.halfBase[0]);
+  Value vSlot = blockSlotOf(b, arith::AddIOp::create(b, st.tok0, st.vTok));
+  st.vStride = timesBlock(b, cIdx(b, 8));
+  st.vOfs = arith::AddIOp::create(
+      b, vBase, arith::AddIOp::create(b, timesBlock(b, g), vSlot));
+}
+
+void MmaPartitionBuilder::loadValues(ImplicitLocOpBuilder &b, MmaStep &st) {
   for (int64_t mb = 0; mb < mBlocks(); ++mb)
     for (int64_t r = 0; r < 2; ++r) {
-      Value dim = arith::AddIOp::create(b, g, cIdx(b, 16 * mb + 8 * r));
-      // value_cache[phys, kvh, dim, slot : slot + 4]
-      Value ofs = arith::AddIOp::create(
-          b, vBase,
-          arith::AddIOp::create(b, arith::MulIOp::create(b, dim, cIdx(b, bs)),
-                                vSlot));
-      vecV[r].push_back(loadVector(b, valueCache, ofs, 4));
+      if (mb + r > 0)
+        st.vOfs = arith::AddIOp::create(b, st.vOfs, st.vStride);
+      st.vecV[r].push_back(loadVector(b, valueCache, st.vOfs, 4));
     }
+}
 
-  // Scores: S^T per n8 block of heads, 2 mma per chunk quad; Q's B
-  // operand (chunk 4j + t of head 8n + g) from workgroup memory.
+SmallVector<SmallVector<Value>>
+MmaPartitionBuilder::scoreProducts(ImplicitLocOpBuilder &b, MmaStep &st) {
+  // S^T per n8 block of heads, 2 mma per chunk quad; Q's B operand (chunk
+  // 4j + t of head 8n + g) from workgroup memory.
   SmallVector<SmallVector<Value>> s(nBlocks());
   for (int64_t n = 0; n < nBlocks(); ++n) {
     SmallVector<Value> c(4, cF32(b, 0.0f));
@@ -356,93 +463,138 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
         // 4 sub .. 4 sub + 3.
         Value chunk = arith::AddIOp::create(
             b,
-            arith::MulIOp::create(
-                b, arith::AddIOp::create(b, t, cIdx(b, 4 * j)),
-                cIdx(b, ratio())),
+            arith::MulIOp::create(b,
+                                  arith::AddIOp::create(b, t, cIdx(b, 4 * j)),
+                                  cIdx(b, ratio())),
             cIdx(b, sub));
         SmallVector<Value> q =
             words(b, loadVector(b, shared, qIndex(b, slot, chunk), 4));
+        auto &k = st.keyWords;
         for (int64_t h = 0; h < 2; ++h) {
           int64_t w = 4 * sub + 2 * h;
-          mma(b,
-              {keyWords[0][j][w], keyWords[1][j][w], keyWords[0][j][w + 1],
-               keyWords[1][j][w + 1]},
+          mma(b, {k[0][j][w], k[1][j][w], k[0][j][w + 1], k[1][j][w + 1]},
               {q[2 * h], q[2 * h + 1]}, c);
         }
       }
     s[n] = c;
   }
+  return s;
+}
 
-  // Tokens g, g + 8 (scores) and 4t + i (values) of the partition's range.
-  auto valid = [&](Value ofs) {
-    return tokenValid(b, arith::AddIOp::create(b, tok0, ofs));
-  };
-  if (masked)
-    planSlotRanges(b);
-  Value rowTok[2], rowPos[2];
+Value MmaPartitionBuilder::inRange(ImplicitLocOpBuilder &b, MmaStep &st,
+                                   Value ofs) {
+  if (st.mask != StepMask::slots)
+    return tokenValid(b, arith::AddIOp::create(b, st.tok0, ofs));
+  Value tok = arith::IndexCastOp::create(
+      b, b.getI32Type(),
+      arith::AddIOp::create(
+          b, arith::MulIOp::create(b, st.step, cIdx(b, plan.tokenStep)), ofs));
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                               arith::SubIOp::create(b, tok, rangeLo),
+                               rangeWidth);
+}
+
+void MmaPartitionBuilder::planRows(ImplicitLocOpBuilder &b, MmaStep &st) {
+  // Tokens g and g + 8 of the step: ALiBi positions, and with the
+  // program's range as the mask whether they are inside it.
   for (int64_t r = 0; r < 2; ++r) {
-    rowTok[r] = arith::AddIOp::create(b, g, cIdx(b, 8 * r));
+    st.rowTok[r] = arith::AddIOp::create(b, g, cIdx(b, 8 * r));
     if (plan.extLogits)
-      rowPos[r] = alibiPosition(b, arith::AddIOp::create(b, tok0, rowTok[r]));
+      st.rowPos[r] =
+          alibiPosition(b, arith::AddIOp::create(b, st.tok0, st.rowTok[r]));
+    if (st.mask == StepMask::range)
+      st.rowValid[r] = inRange(b, st, st.rowTok[r]);
   }
-  // Masked steps: token row r against slot (n, e)'s range [lo, hi).
-  auto slotValid = [&](int64_t n, int64_t r, int64_t e) {
-    Value tok = arith::AddIOp::create(b, tok0, rowTok[r]);
-    return arith::AndIOp::create(
-        b,
-        arith::CmpIOp::create(b, arith::CmpIPredicate::uge, tok, lo[2 * n + e]),
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tok, hi[2 * n + e]));
-  };
+}
 
-  // The logits in the log2 domain: scale, soft cap, ALiBi, then the mask
-  // (last, so a masked token stays -inf whatever the cap does).
+Value MmaPartitionBuilder::slotValid(ImplicitLocOpBuilder &b, MmaStep &st,
+                                     int64_t n, int64_t r, int64_t e) {
+  // Token row r against slot (n, e)'s range: the program's, or with
+  // several tokens per program the slot's own [lo, lo + width).
+  if (st.mask != StepMask::slots)
+    return st.rowValid[r];
+  Value tok = arith::IndexCastOp::create(
+      b, b.getI32Type(),
+      arith::AddIOp::create(
+          b, arith::MulIOp::create(b, st.step, cIdx(b, plan.tokenStep)),
+          st.rowTok[r]));
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                               arith::SubIOp::create(b, tok, lo[2 * n + e]),
+                               width[2 * n + e]);
+}
+
+SmallVector<Value>
+MmaPartitionBuilder::scaledLogits(ImplicitLocOpBuilder &b, MmaStep &st,
+                                  ArrayRef<SmallVector<Value>> s) {
+  // The scores scaled to the log2 domain and soft-capped, [n][r][e]. A bad
+  // block's tokens get NaN logits (a NaN scale for their row), which the
+  // masks keep where a slot attends to them. Every slot attends to all of
+  // an unmasked step's tokens: one flag serves both rows.
   Value qScale = arith::MulFOp::create(b, scale, cF32(b, M_LOG2E));
-  SmallVector<Value> logits; // [n][r][e]
+  Value rowScale[2];
+  if (st.masked()) {
+    rowScale[0] = poisonIf(b, st.halfBad[0], qScale);
+    rowScale[1] = poisonIf(b, st.halfBad[1], qScale);
+  } else {
+    rowScale[0] = rowScale[1] = poisonIf(
+        b, arith::OrIOp::create(b, st.halfBad[0], st.halfBad[1]), qScale);
+  }
+  SmallVector<Value> logits;
   for (int64_t n = 0; n < nBlocks(); ++n)
     for (int64_t r = 0; r < 2; ++r)
       for (int64_t e = 0; e < 2; ++e)
-        logits.push_back(arith::MulFOp::create(b, s[n][2 * r + e], qScale));
-  logits = softCap(b, logits);
-  auto logit = [&](int64_t n, int64_t r, int64_t e) {
-    Value v = logits[(n * 2 + r) * 2 + e];
-    if (plan.extLogits)
-      v = fma(b, slopes[2 * n + e], rowPos[r], v);
-    // A packed slot's position is offset from the program's last token's;
-    // unmasked steps run only with one token per program (offset 0).
-    if (plan.extLogits && masked)
-      v = arith::AddFOp::create(b, v, alibiBias[2 * n + e]);
-    return masked ? arith::SelectOp::create(b, slotValid(n, r, e), v,
-                                            cF32(b, -INFINITY))
-                  : v;
-  };
+        logits.push_back(
+            arith::MulFOp::create(b, s[n][2 * r + e], rowScale[r]));
+  return softCap(b, logits);
+}
 
+Value MmaPartitionBuilder::logit(ImplicitLocOpBuilder &b, MmaStep &st,
+                                 ArrayRef<Value> logits, int64_t n, int64_t r,
+                                 int64_t e) {
+  // ALiBi, then the mask (last, so a masked token stays -inf whatever the
+  // cap does).
+  Value v = logits[(n * 2 + r) * 2 + e];
+  if (plan.extLogits)
+    v = fma(b, slopes[2 * n + e], st.rowPos[r], v);
+  // A packed slot's position is offset from the program's last token's.
+  if (plan.extLogits)
+    v = arith::AddFOp::create(b, v, alibiBias[2 * n + e]);
+  return st.masked() ? arith::SelectOp::create(b, slotValid(b, st, n, r, e), v,
+                                               cF32(b, -INFINITY))
+                     : v;
+}
+
+void MmaPartitionBuilder::foldSoftmax(ImplicitLocOpBuilder &b, MmaStep &st,
+                                      ArrayRef<Value> logits, MmaState &state,
+                                      SmallVector<Value> &alpha,
+                                      SmallVector<SmallVector<Value>> &p) {
   // Online softmax per head the lane owns (2t + e of each n8 block): the
   // step max over the 16 tokens (rows g, g + 8 here, the other g by xor
-  // shuffles over lane bits 2..4), the rescale, the weights.
-  SmallVector<Value> alpha(2 * nBlocks());
-  SmallVector<SmallVector<Value>> p(nBlocks(), SmallVector<Value>(4));
+  // shuffles over lane bits 2..4), the rescale, the weights p[n][2r + e].
+  alpha.assign(2 * nBlocks(), Value());
+  p.assign(nBlocks(), SmallVector<Value>(4));
   for (int64_t n = 0; n < nBlocks(); ++n)
     for (int64_t e = 0; e < 2; ++e) {
-      Value sc[2] = {logit(n, 0, e), logit(n, 1, e)};
-      Value mx = maxf(b, sc[0], sc[1]);
-      for (int64_t off = 4; off < 32; off *= 2)
-        mx = maxf(b, mx, shuffleXor(b, mx, off));
-      Value mNew = maxf(b, state.m(n, e), mx);
-      alpha[2 * n + e] = exp2(b, arith::SubFOp::create(b, state.m(n, e), mNew));
-      for (int64_t r = 0; r < 2; ++r)
-        p[n][2 * r + e] = exp2(b, arith::SubFOp::create(b, sc[r], mNew));
-      state.l(n, e) =
-          fma(b, state.l(n, e), alpha[2 * n + e],
-              arith::AddFOp::create(b, p[n][e], p[n][2 + e]));
-      state.m(n, e) = mNew;
+      SmallVector<Value> pe;
+      alpha[2 * n + e] = foldOnlineSoftmax(
+          b, state.m(n, e), state.l(n, e),
+          {logit(b, st, logits, n, 0, e), logit(b, st, logits, n, 1, e)},
+          xorOffsets(4, 32), pe);
+      p[n][e] = pe[0];
+      p[n][2 + e] = pe[1];
     }
+}
 
-  // Weights to the B operand of P . V: scratch[head][token] of this warp,
-  // buffer (step / warps) % 2.
+SmallVector<SmallVector<Value>>
+MmaPartitionBuilder::shareWeights(ImplicitLocOpBuilder &b, MmaStep &st,
+                                  ArrayRef<SmallVector<Value>> p) {
+  // The weights to the B operand of P . V through scratch[head][token] of
+  // this warp, buffer (step / warps) % 2: each lane stores its own and
+  // loads its tokens 4t .. 4t + 3 of head 8n + g.
   const int64_t stride = KernelPlan::kMmaScoreStride;
   const int64_t bufFloats = plan.headsPerProgram * stride;
   Value buf = arith::RemUIOp::create(
-      b, arith::DivUIOp::create(b, step, cIdx(b, plan.warps)), cIdx(b, 2));
+      b, arith::DivUIOp::create(b, st.step, cIdx(b, plan.warps)), cIdx(b, 2));
   Value bufBase = arith::AddIOp::create(
       b, cIdx(b, scratchBase()),
       arith::MulIOp::create(
@@ -469,24 +621,32 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
         b, bufBase,
         arith::AddIOp::create(
             b,
-            arith::MulIOp::create(
-                b, arith::AddIOp::create(b, g, cIdx(b, 8 * n)),
-                cIdx(b, stride)),
-            vTok));
+            arith::MulIOp::create(b,
+                                  arith::AddIOp::create(b, g, cIdx(b, 8 * n)),
+                                  cIdx(b, stride)),
+            st.vTok));
     Value pv = loadVector(b, shared, idx, 4);
     SmallVector<Value> f;
     for (int64_t i = 0; i < 4; ++i)
       f.push_back(vector::ExtractOp::create(b, pv, i));
     pB[n] = {packWord(b, f[0], f[1]), packWord(b, f[2], f[3])};
   }
+  return pB;
+}
 
-  // In masked steps, values outside the range are zeroed: garbage must not
-  // meet a zero weight.
+void MmaPartitionBuilder::accumulateValues(ImplicitLocOpBuilder &b, MmaStep &st,
+                                           ArrayRef<Value> alpha,
+                                           ArrayRef<SmallVector<Value>> pB,
+                                           MmaState &state) {
+  // O^T = O^T . alpha + V^T . P^T per m16 block of dims. In masked steps,
+  // values outside the range are zeroed: garbage must not meet a zero
+  // weight.
   Value vMask;
-  if (masked) {
+  if (st.masked()) {
     SmallVector<Value> bits;
     for (int64_t i = 0; i < 4; ++i)
-      bits.push_back(valid(arith::AddIOp::create(b, vTok, cIdx(b, i))));
+      bits.push_back(
+          inRange(b, st, arith::AddIOp::create(b, st.vTok, cIdx(b, i))));
     vMask = vector::FromElementsOp::create(
         b, VectorType::get({4}, b.getI1Type()), bits);
   }
@@ -496,8 +656,8 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
   for (int64_t mb = 0; mb < mBlocks(); ++mb) {
     SmallVector<Value> w[2];
     for (int64_t r = 0; r < 2; ++r) {
-      Value v = vecV[r][mb];
-      if (masked)
+      Value v = st.vecV[r][mb];
+      if (st.masked())
         v = arith::SelectOp::create(b, vMask, v, vZero);
       w[r] = cacheWords(b, v);
     }
@@ -511,7 +671,6 @@ MmaState MmaPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
         state.acc(n, mb, r) = c[r];
     }
   }
-  return state;
 }
 
 void MmaPartitionBuilder::storeWarpState(ImplicitLocOpBuilder &b,
@@ -520,9 +679,7 @@ void MmaPartitionBuilder::storeWarpState(ImplicitLocOpBuilder &b,
   // 2..4) so every lane holds its heads' totals.
   for (int64_t n = 0; n < nBlocks(); ++n)
     for (int64_t e = 0; e < 2; ++e)
-      for (int64_t off = 4; off < 32; off *= 2)
-        state.l(n, e) = arith::AddFOp::create(
-            b, state.l(n, e), shuffleXor(b, state.l(n, e), off));
+      state.l(n, e) = xorReduce(b, state.l(n, e), xorOffsets(4, 32), addf);
   for (int64_t n = 0; n < nBlocks(); ++n)
     for (int64_t e = 0; e < 2; ++e) {
       Value head = arith::AddIOp::create(
@@ -550,8 +707,9 @@ void MmaPartitionBuilder::storeWarpState(ImplicitLocOpBuilder &b,
     }
 }
 
-gpu::GPUFuncOp mlir::paged_attn::buildMmaPartitionKernel(
-    OpBuilder &moduleBuilder, Location loc, const KernelPlan &plan,
-    bool onePass) {
+gpu::GPUFuncOp
+mlir::paged_attn::buildMmaPartitionKernel(OpBuilder &moduleBuilder,
+                                          Location loc, const KernelPlan &plan,
+                                          bool onePass) {
   return MmaPartitionBuilder(plan, onePass).build(moduleBuilder, loc);
 }

@@ -94,8 +94,38 @@ private:
   void emitPartition(ImplicitLocOpBuilder &b) override;
   void planScoreTree(ImplicitLocOpBuilder &b);
   void loadQuery(ImplicitLocOpBuilder &b);
+  /// One warp step's values, handed from phase to phase of emitStep.
+  struct SimtStep {
+    bool masked;
+    /// First token of the lane group's chunk of the step; the chunk's block
+    /// base and slot in its block; whether its block-table entry is bad.
+    Value tok0, base, slot, bad;
+    SmallVector<SmallVector<Value>> keys; // [piece i][slot c] vectors
+    SmallVector<Value> values;            // [dim j] vectors of the chunk
+  };
+
+  /// One warp step, in the phases below: every load, the partial dot
+  /// products and their tree, the logits, the online softmax, the weights
+  /// through the group's score row, the weighted values.
   LoopState emitStep(ImplicitLocOpBuilder &b, Value step, bool masked,
                      LoopState state);
+  void locateChunk(ImplicitLocOpBuilder &b, SimtStep &st, Value step);
+  void loadKeys(ImplicitLocOpBuilder &b, SimtStep &st);
+  void loadValues(ImplicitLocOpBuilder &b, SimtStep &st);
+  SmallVector<Value> partialScores(ImplicitLocOpBuilder &b, SimtStep &st);
+  /// Soft cap, ALiBi, bad blocks and the mask on the lane's scores.
+  void applyLogitTerms(ImplicitLocOpBuilder &b, SimtStep &st,
+                       SmallVector<SmallVector<Value>> &scores);
+  void foldSoftmax(ImplicitLocOpBuilder &b, ArrayRef<SmallVector<Value>> scores,
+                   LoopState &state, SmallVector<Value> &alpha,
+                   SmallVector<SmallVector<Value>> &p);
+  /// Every head's weights and rescale factor of the group, in every lane.
+  void shareWeights(ImplicitLocOpBuilder &b, ArrayRef<Value> alpha,
+                    ArrayRef<SmallVector<Value>> p,
+                    SmallVector<Value> &alphaAll, SmallVector<Value> &pAll);
+  void accumulateValues(ImplicitLocOpBuilder &b, SimtStep &st,
+                        ArrayRef<Value> alphaAll, ArrayRef<Value> pAll,
+                        LoopState &state);
   /// The lane's step scores, summed over its group: [a][c] is tile head
   /// ownHead0 + a, token ownToken0 + c of the group's chunk.
   SmallVector<SmallVector<Value>> reduceScores(ImplicitLocOpBuilder &b,
@@ -114,6 +144,14 @@ private:
   /// level.
   int64_t levelOffset(int64_t i) const { return plan.lanesPerToken >> (i + 1); }
   int64_t levelSlotBit(int64_t i) const;
+  /// The offsets of the token levels: the lanes holding a head's other
+  /// tokens.
+  SmallVector<int64_t> tokenLevelOffsets() const {
+    SmallVector<int64_t> out;
+    for (int64_t i = headLevels; i < headLevels + tokenLevels; ++i)
+      out.push_back(levelOffset(i));
+    return out;
+  }
   /// headOfSlot, or the group's last head where the slot is masked.
   Value safeHeadOfSlot(ImplicitLocOpBuilder &b, Value slot);
 
@@ -262,8 +300,9 @@ void SimtPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
 
   state.values = emitStepLoop(
       b, state.values,
-      [&](ImplicitLocOpBuilder &nb, Value step, bool masked,
+      [&](ImplicitLocOpBuilder &nb, Value step, StepMask mask,
           SmallVector<Value> values) {
+        bool masked = mask != StepMask::none;
         LoopState in{ownHeads, plan.headsPerProgram, plan.dimsPerLane,
                      std::move(values)};
         return emitStep(nb, step, masked, in).values;
@@ -301,33 +340,54 @@ SimtPartitionBuilder::reduceScores(ImplicitLocOpBuilder &b,
 
 LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
                                          bool masked, LoopState state) {
-  const int64_t heads = plan.headsPerProgram, x = plan.keyPack,
-                tokens = plan.groupTokens;
-  // First token of this lane group's chunk of the step.
-  Value tok0 = arith::AddIOp::create(
+  SimtStep st{masked};
+  locateChunk(b, st, step);
+  // Every load of the step before any arithmetic: 16 bytes each.
+  loadKeys(b, st);
+  loadValues(b, st);
+  SmallVector<SmallVector<Value>> scores =
+      reduceScores(b, partialScores(b, st));
+  applyLogitTerms(b, st, scores);
+  SmallVector<Value> alpha;
+  SmallVector<SmallVector<Value>> p;
+  foldSoftmax(b, scores, state, alpha, p);
+  SmallVector<Value> alphaAll, pAll;
+  shareWeights(b, alpha, p, alphaAll, pAll);
+  accumulateValues(b, st, alphaAll, pAll, state);
+  return state;
+}
+
+void SimtPartitionBuilder::locateChunk(ImplicitLocOpBuilder &b, SimtStep &st,
+                                       Value step) {
+  const int64_t tokens = plan.groupTokens;
+  st.tok0 = arith::AddIOp::create(
       b, stepToken(b, step), arith::MulIOp::create(b, group, cIdx(b, tokens)));
-  Value addrTok = tok0;
-  if (masked) {
+  Value addrTok = st.tok0;
+  if (st.masked) {
     // Keep addresses inside the sequence's blocks: groups past the end read
     // the last chunk again and mask everything.
     Value last = arith::SubIOp::create(b, seqLen, cIdx(b, 1));
     Value lastChunk = arith::MulIOp::create(
         b, arith::DivUIOp::create(b, last, cIdx(b, tokens)), cIdx(b, tokens));
-    addrTok = arith::MinUIOp::create(b, tok0, lastChunk);
+    addrTok = arith::MinUIOp::create(b, st.tok0, lastChunk);
   }
-  Value logical = arith::DivUIOp::create(b, addrTok, cIdx(b, plan.blockSize));
-  Value slot = arith::RemUIOp::create(b, addrTok, cIdx(b, plan.blockSize));
-  Value phys = toIndex(b, memref::LoadOp::create(
-                              b, blockTables,
-                              ValueRange{arith::AddIOp::create(b, blockRow,
-                                                               logical)}));
-  Value base = arith::AddIOp::create(
+  // The group's tokens lie in one block (block_size % groupTokens == 0).
+  Value logical = blockOf(b, addrTok);
+  st.slot = blockSlotOf(b, addrTok);
+  CheckedEntry entry = checkedEntry(
+      b, memref::LoadOp::create(
+             b, blockTables,
+             ValueRange{arith::AddIOp::create(b, blockRow, logical)}));
+  st.bad = entry.bad;
+  Value phys = toIndex(b, entry.entry);
+  st.base = arith::AddIOp::create(
       b, arith::MulIOp::create(b, phys, blockStride), kvHeadOffset);
+}
 
-  // Issue every load of the step before any arithmetic: 16 bytes each. The
-  // lane's key slot c holds token c ^ ownToken0 of the chunk; the XOR
+void SimtPartitionBuilder::loadKeys(ImplicitLocOpBuilder &b, SimtStep &st) {
+  // The lane's key slot c holds token c ^ ownToken0 of the chunk; the XOR
   // touches only the token bits the tree scatters (ownTokens apart).
-  SmallVector<SmallVector<Value>> keys; // [piece i][slot c] vectors
+  const int64_t x = plan.keyPack, tokens = plan.groupTokens;
   const int64_t perChunk = x / plan.pieceElems;
   for (int64_t i = 0; i < plan.piecesPerLane; ++i) {
     Value piece = laneItem(b, i, plan.pieces).first;
@@ -340,47 +400,49 @@ LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
     }
     // key_cache[phys, kvh, chunk, slot + token, within : within + pieceElems]
     Value rowOfs = arith::AddIOp::create(
-        b, base,
+        b, st.base,
         arith::AddIOp::create(
             b,
             arith::MulIOp::create(
-                b,
-                arith::AddIOp::create(
-                    b, arith::MulIOp::create(b, chunk, cIdx(b, plan.blockSize)),
-                    slot),
+                b, arith::AddIOp::create(b, timesBlock(b, chunk), st.slot),
                 cIdx(b, x)),
             within));
-    keys.emplace_back();
+    st.keys.emplace_back();
     for (int64_t hi = 0; hi < tokens; hi += ownTokens) {
       Value hiOfs = cIdx(b, hi * x);
       if (tokenLevels > 0)
         hiOfs = arith::XOrIOp::create(b, hiOfs, ownTokenStride);
       Value rowHi = arith::AddIOp::create(b, rowOfs, hiOfs);
       for (int64_t lo = 0; lo < ownTokens; ++lo)
-        keys.back().push_back(loadVector(
+        st.keys.back().push_back(loadVector(
             b, keyCache, arith::AddIOp::create(b, rowHi, cIdx(b, lo * x)),
             plan.pieceElems));
     }
   }
-  SmallVector<Value> values; // [dim j] vectors of `tokens` tokens
+}
+
+void SimtPartitionBuilder::loadValues(ImplicitLocOpBuilder &b, SimtStep &st) {
+  // One vector of the chunk's tokens per head dim the lane owns:
+  // value_cache[phys, kvh, dim, slot : slot + tokens].
   for (int64_t j = 0; j < plan.dimsPerLane; ++j) {
     Value dim = laneItem(b, j, plan.headSize).first;
-    // value_cache[phys, kvh, dim, slot : slot + tokens]
     Value ofs = arith::AddIOp::create(
-        b, base,
-        arith::AddIOp::create(
-            b, arith::MulIOp::create(b, dim, cIdx(b, plan.blockSize)), slot));
-    values.push_back(loadVector(b, valueCache, ofs, tokens));
+        b, st.base, arith::AddIOp::create(b, timesBlock(b, dim), st.slot));
+    st.values.push_back(loadVector(b, valueCache, ofs, plan.groupTokens));
   }
+}
 
+SmallVector<Value> SimtPartitionBuilder::partialScores(ImplicitLocOpBuilder &b,
+                                                       SimtStep &st) {
   // Partial dot products over this lane's pieces, for every slot. One
   // token's key is widened at a time and consumed by every head, to keep
   // few fp32 copies live.
+  const int64_t heads = plan.headsPerProgram, tokens = plan.groupTokens;
   SmallVector<Value> partials(heads * tokens);
   for (int64_t c = 0; c < tokens; ++c) {
     SmallVector<SmallVector<Value>> key; // [piece i][element e]
     for (int64_t i = 0; i < plan.piecesPerLane; ++i)
-      key.push_back(toF32Scalars(b, keys[i][c], plan.fp8Hardware));
+      key.push_back(toF32Scalars(b, st.keys[i][c], plan.fp8Hardware));
     for (int64_t a = 0; a < heads; ++a) {
       Value s = cF32(b, 0.0f);
       for (int64_t i = 0; i < plan.piecesPerLane; ++i)
@@ -389,22 +451,28 @@ LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
       partials[a * tokens + c] = s;
     }
   }
-  SmallVector<SmallVector<Value>> scores = reduceScores(b, partials);
+  return partials;
+}
 
+void SimtPartitionBuilder::applyLogitTerms(
+    ImplicitLocOpBuilder &b, SimtStep &st,
+    SmallVector<SmallVector<Value>> &scores) {
   // The lane's tokens: validity (masked steps: from the window's start to
   // the range's end) and ALiBi positions.
-  Value myTok0 = arith::AddIOp::create(b, tok0, ownToken0);
+  Value myTok0 = arith::AddIOp::create(b, st.tok0, ownToken0);
   SmallVector<Value> valid, position;
   Value pos0 = plan.extLogits ? alibiPosition(b, myTok0) : Value();
   for (int64_t c = 0; c < ownTokens; ++c) {
     if (plan.extLogits)
       position.push_back(
           c ? arith::AddFOp::create(b, pos0, cF32(b, float(c))) : pos0);
-    if (masked)
+    if (st.masked)
       valid.push_back(
           tokenValid(b, arith::AddIOp::create(b, myTok0, cIdx(b, c))));
   }
-  // Soft cap, ALiBi, then the mask (last: a masked token stays -inf).
+  // Soft cap, ALiBi, then the mask (last: a masked token stays -inf). The
+  // tokens of a bad block (the group's tokens lie in one) have NaN logits
+  // before the mask: a head that attends to one gets a NaN sum.
   SmallVector<Value> flat;
   for (auto &row : scores)
     flat.append(row.begin(), row.end());
@@ -414,36 +482,37 @@ LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
       Value s = flat[a * ownTokens + c];
       if (plan.extLogits)
         s = fma(b, slopes[a], position[c], s);
-      if (masked)
+      s = poisonIf(b, st.bad, s);
+      if (st.masked)
         s = arith::SelectOp::create(b, valid[c], s, cF32(b, -INFINITY));
       scores[a][c] = s;
     }
+}
 
+void SimtPartitionBuilder::foldSoftmax(ImplicitLocOpBuilder &b,
+                                       ArrayRef<SmallVector<Value>> scores,
+                                       LoopState &state,
+                                       SmallVector<Value> &alpha,
+                                       SmallVector<SmallVector<Value>> &p) {
   // Online softmax of the lane's heads: the step's max over the head's
   // tokens (the lane's, then its token levels'), the rescale of the old
   // state, the weights.
-  SmallVector<Value> alpha(ownHeads);
-  SmallVector<SmallVector<Value>> p(ownHeads);
-  for (int64_t a = 0; a < ownHeads; ++a) {
-    Value mx = scores[a][0];
-    for (int64_t c = 1; c < ownTokens; ++c)
-      mx = maxf(b, mx, scores[a][c]);
-    for (int64_t i = headLevels; i < headLevels + tokenLevels; ++i)
-      mx = maxf(b, mx, shuffleXor(b, mx, levelOffset(i)));
-    Value mNew = maxf(b, state.m(a), mx);
-    alpha[a] = exp2(b, arith::SubFOp::create(b, state.m(a), mNew));
-    Value sum = cF32(b, 0.0f);
-    for (Value s : scores[a]) {
-      p[a].push_back(exp2(b, arith::SubFOp::create(b, s, mNew)));
-      sum = arith::AddFOp::create(b, sum, p[a].back());
-    }
-    state.l(a) = fma(b, state.l(a), alpha[a], sum);
-    state.m(a) = mNew;
-  }
+  alpha.assign(ownHeads, Value());
+  p.assign(ownHeads, {});
+  for (int64_t a = 0; a < ownHeads; ++a)
+    alpha[a] = foldOnlineSoftmax(b, state.m(a), state.l(a), scores[a],
+                                 tokenLevelOffsets(), p[a]);
+}
 
+void SimtPartitionBuilder::shareWeights(ImplicitLocOpBuilder &b,
+                                        ArrayRef<Value> alpha,
+                                        ArrayRef<SmallVector<Value>> p,
+                                        SmallVector<Value> &alphaAll,
+                                        SmallVector<Value> &pAll) {
   // The group's score row: each weight and factor written once, then read
   // back whole by every lane. The first barrier keeps the previous step's
   // reads ahead of these writes.
+  const int64_t heads = plan.headsPerProgram, tokens = plan.groupTokens;
   Value full = arith::ConstantIntOp::create(b, -1, 32);
   NVVM::SyncWarpOp::create(b, full);
   {
@@ -471,30 +540,34 @@ LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
           ValueRange{arith::AddIOp::create(b, aBase, cIdx(b, a))});
   }
   NVVM::SyncWarpOp::create(b, full);
-  SmallVector<Value> alphaAll, pAll; // [head], [head][token]
-  {
-    Value av = loadVector(
-        b, shared, arith::AddIOp::create(b, scoreRow, cIdx(b, heads * tokens)),
-        heads);
-    for (int64_t g = 0; g < heads; ++g)
-      alphaAll.push_back(vector::ExtractOp::create(b, av, g));
-    for (int64_t g = 0; g < heads; ++g) {
-      Value pv = loadVector(
-          b, shared, arith::AddIOp::create(b, scoreRow, cIdx(b, g * tokens)),
-          tokens);
-      for (int64_t t = 0; t < tokens; ++t)
-        pAll.push_back(vector::ExtractOp::create(b, pv, t));
-    }
+  Value av = loadVector(
+      b, shared, arith::AddIOp::create(b, scoreRow, cIdx(b, heads * tokens)),
+      heads);
+  for (int64_t g = 0; g < heads; ++g)
+    alphaAll.push_back(vector::ExtractOp::create(b, av, g));
+  for (int64_t g = 0; g < heads; ++g) {
+    Value pv = loadVector(
+        b, shared, arith::AddIOp::create(b, scoreRow, cIdx(b, g * tokens)),
+        tokens);
+    for (int64_t t = 0; t < tokens; ++t)
+      pAll.push_back(vector::ExtractOp::create(b, pv, t));
   }
+}
 
+void SimtPartitionBuilder::accumulateValues(ImplicitLocOpBuilder &b,
+                                            SimtStep &st,
+                                            ArrayRef<Value> alphaAll,
+                                            ArrayRef<Value> pAll,
+                                            LoopState &state) {
   // Weighted values: one head dim's chunk widened at a time.
+  const int64_t heads = plan.headsPerProgram, tokens = plan.groupTokens;
   SmallVector<Value> rowValid; // the group's tokens, masked steps
-  for (int64_t t = 0; t < tokens && masked; ++t)
+  for (int64_t t = 0; t < tokens && st.masked; ++t)
     rowValid.push_back(
-        tokenValid(b, arith::AddIOp::create(b, tok0, cIdx(b, t))));
+        tokenValid(b, arith::AddIOp::create(b, st.tok0, cIdx(b, t))));
   for (int64_t j = 0; j < plan.dimsPerLane; ++j) {
-    SmallVector<Value> v = toF32Scalars(b, values[j], plan.fp8Hardware);
-    if (masked) // garbage outside the range must not meet a zero weight
+    SmallVector<Value> v = toF32Scalars(b, st.values[j], plan.fp8Hardware);
+    if (st.masked) // garbage outside the range must not meet a zero weight
       for (int64_t t = 0; t < tokens; ++t)
         v[t] = arith::SelectOp::create(b, rowValid[t], v[t], cF32(b, 0.0f));
     for (int64_t g = 0; g < heads; ++g) {
@@ -504,7 +577,6 @@ LoopState SimtPartitionBuilder::emitStep(ImplicitLocOpBuilder &b, Value step,
       state.acc(g, j) = acc;
     }
   }
-  return state;
 }
 
 SoftmaxState SimtPartitionBuilder::gatherStats(ImplicitLocOpBuilder &b,
@@ -513,12 +585,8 @@ SoftmaxState SimtPartitionBuilder::gatherStats(ImplicitLocOpBuilder &b,
   // the same). Then every lane takes each head's m and l from the lowest
   // lane owning it.
   SmallVector<Value> lSum(ownHeads);
-  for (int64_t a = 0; a < ownHeads; ++a) {
-    lSum[a] = state.l(a);
-    for (int64_t i = headLevels; i < headLevels + tokenLevels; ++i)
-      lSum[a] = arith::AddFOp::create(b, lSum[a],
-                                      shuffleXor(b, lSum[a], levelOffset(i)));
-  }
+  for (int64_t a = 0; a < ownHeads; ++a)
+    lSum[a] = xorReduce(b, state.l(a), tokenLevelOffsets(), addf);
   SoftmaxState out{plan.headsPerProgram, plan.dimsPerLane, {}};
   out.values.resize(2 * plan.headsPerProgram);
   Value groupLane0 =

@@ -10,6 +10,8 @@
 #include "KernelIdioms.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -61,11 +63,12 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
   scale = arg("scale"), maxBlocks = arg("max_blocks_per_seq"),
   maxParts = arg("max_num_partitions"), partTokens = arg("partition_tokens"),
   numKvHeads = arg("num_kv_heads"), groupSize = arg("group_size"),
-  alibiSlopes = arg("alibi_slopes"), hasAlibi = arg("has_alibi"),
-  slidingWindow = arg("sliding_window"),
+  blockSizeArg = arg("block_size"), alibiSlopes = arg("alibi_slopes"),
+  hasAlibi = arg("has_alibi"), slidingWindow = arg("sliding_window"),
   logitsSoftCap = arg("logits_soft_cap"), sinks = arg("sinks"),
   hasSinks = arg("has_sinks"), queryStartLoc = arg("query_start_loc"),
-  maxQueryLen = arg("max_query_len");
+  maxQueryLen = arg("max_query_len"), numBlocks = arg("num_blocks"),
+  errorWord = arg("error_word");
   shared = func.getWorkgroupAttributions().front();
 
   ImplicitLocOpBuilder b(loc, ctx);
@@ -84,17 +87,16 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
     auto pick = [&](StringRef scalar, StringRef ptr, int64_t bit) -> Value {
       Value flag = arith::AndIOp::create(
           b, arg("scales_on_device"), arith::ConstantIntOp::create(b, bit, 32));
-      Value onDevice = arith::CmpIOp::create(
-          b, arith::CmpIPredicate::ne, flag,
-          arith::ConstantIntOp::create(b, 0, 32));
+      Value onDevice =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ne, flag,
+                                arith::ConstantIntOp::create(b, 0, 32));
       auto ifOp = scf::IfOp::create(b, TypeRange{f32}, onDevice,
                                     /*withElseRegion=*/true);
       {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
-        scf::YieldOp::create(
-            b, ValueRange{memref::LoadOp::create(b, arg(ptr),
-                                                 ValueRange{cIdx(b, 0)})});
+        scf::YieldOp::create(b, ValueRange{memref::LoadOp::create(
+                                    b, arg(ptr), ValueRange{cIdx(b, 0)})});
         b.setInsertionPointToStart(ifOp.elseBlock());
         scf::YieldOp::create(b, ValueRange{arg(scalar)});
       }
@@ -143,8 +145,8 @@ PartitionProgram::Slot PartitionProgram::slotOf(ImplicitLocOpBuilder &b,
       inGroup);
   Slot s;
   s.valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, slot, groupLen);
-  s.head = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, kvHead, groupLen), slot);
+  s.head = arith::AddIOp::create(b, arith::MulIOp::create(b, kvHead, groupLen),
+                                 slot);
   s.row = row;
   s.token = tokens.j0;
   if (!packsTokens())
@@ -155,8 +157,8 @@ PartitionProgram::Slot PartitionProgram::slotOf(ImplicitLocOpBuilder &b,
       arith::CmpIOp::create(b, arith::CmpIPredicate::slt, token, tokens.qLen));
   s.valid = arith::AndIOp::create(b, s.valid, tokenValid);
   // An invalid slot keeps the program's row and token: rows that exist.
-  s.row = arith::SelectOp::create(b, s.valid,
-                                  arith::AddIOp::create(b, row, u), row);
+  s.row = arith::SelectOp::create(b, s.valid, arith::AddIOp::create(b, row, u),
+                                  row);
   s.token = arith::SelectOp::create(b, s.valid, token, tokens.j0);
   return s;
 }
@@ -212,9 +214,9 @@ void PartitionProgram::stageQuery(ImplicitLocOpBuilder &b, int64_t rows,
           arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
                                 cIdx(b, qChunks)));
     Value safeHead = arith::SelectOp::create(
-        b, valid, head, arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
-    Value safeChunk =
-        arith::MinUIOp::create(b, chunk, cIdx(b, qChunks - 1));
+        b, valid, head,
+        arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
+    Value safeChunk = arith::MinUIOp::create(b, chunk, cIdx(b, qChunks - 1));
     Value ofs = arith::AddIOp::create(
         b,
         arith::MulIOp::create(
@@ -223,8 +225,8 @@ void PartitionProgram::stageQuery(ImplicitLocOpBuilder &b, int64_t rows,
                                   safeHead),
             cIdx(b, plan.headSize)),
         arith::MulIOp::create(b, safeChunk, cIdx(b, qPack)));
-    Value v = arith::SelectOp::create(
-        b, use, loadVector(b, query, ofs, qPack), zero);
+    Value v =
+        arith::SelectOp::create(b, use, loadVector(b, query, ofs, qPack), zero);
     store(b, v, slot, chunk);
   }
   gpu::BarrierOp::create(b);
@@ -262,31 +264,34 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
   seq = gpu::BlockIdOp::create(b, gpu::Dimension::z);
   Value groupLen = toIndex(b, groupSize);
   perProgram = tokensPerProgram(b, groupLen);
+  // A seq_len outside [0, max_blocks_per_seq * block_size] counts as 0
+  // tokens: the rows read nothing, their output is NaN and the error
+  // recorded.
+  Value maxBlocksIdx = toIndex(b, maxBlocks);
+  Value capacity =
+      arith::MulIOp::create(b, maxBlocksIdx, toIndex(b, blockSizeArg));
   tokens = queryRowOf(b, gpu::BlockIdOp::create(b, gpu::Dimension::x), seq,
-                     seqLens, queryStartLoc, maxQueryLen, perProgram);
+                      seqLens, queryStartLoc, maxQueryLen, perProgram,
+                      capacity);
   part = tokens.unit, row = tokens.row, seqLen = tokens.seqLen;
+  seqLenBad = tokens.lenBad;
   // Programs past their sequence's query tokens have no row: they return.
   auto live = scf::IfOp::create(b, tokens.live, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(live.thenBlock());
-  Value tiles = arith::CeilDivUIOp::create(b, groupLen,
-                                           cIdx(b, plan.headsPerProgram));
+  Value tiles =
+      arith::CeilDivUIOp::create(b, groupLen, cIdx(b, plan.headsPerProgram));
   kvHead = arith::DivUIOp::create(b, kvTile, tiles);
   tile = arith::RemUIOp::create(b, kvTile, tiles);
   numHeads = arith::MulIOp::create(b, toIndex(b, numKvHeads), groupLen);
   blockRow = arith::MulIOp::create(b, seq, toIndex(b, maxBlocks));
-  // Elements of one (block, KV head) slab: head_size * block_size, for both
-  // the key layout [D/x][bs][x] and the value layout [D][bs].
-  int64_t slab = plan.headSize * plan.blockSize;
-  kvHeadOffset = arith::MulIOp::create(b, kvHead, cIdx(b, slab));
-  blockStride =
-      arith::MulIOp::create(b, toIndex(b, numKvHeads), cIdx(b, slab));
+  emitBlockAddressing(b);
 
   // Soft cap constants (unused when off; the selects keep them finite).
   if (plan.extLogits) {
     Value cap = logitsSoftCap;
-    capOn = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, cap,
-                                  cF32(b, 0.0f));
+    capOn =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, cap, cF32(b, 0.0f));
     Value safeCap = arith::SelectOp::create(b, capOn, cap, cF32(b, 1.0f));
     capLog2 = arith::MulFOp::create(b, safeCap, cF32(b, M_LOG2E));
     capInvScale = arith::DivFOp::create(b, cF32(b, 2.0 * M_LOG2E), capLog2);
@@ -294,14 +299,20 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
 
   // The sliding window's first token: max(seq_len - window, 0), 0 without
   // (of the program's first token: the others' windows start later).
-  Value windowStart = slidingWindowStart(
-      b, packsTokens() ? tokenContext(b, tokens, tokens.j0) : seqLen,
-      slidingWindow);
+  Value firstContext =
+      packsTokens() ? tokenContext(b, tokens, tokens.j0) : seqLen;
+  Value windowStart = slidingWindowStart(b, firstContext, slidingWindow);
 
   auto setRange = [&](Value start, Value end) {
     partStart = start;
     partEnd = end;
     rangeStart = arith::MaxUIOp::create(b, partStart, windowStart);
+    innerStart = rangeStart, innerEnd = partEnd;
+    if (packsTokens()) { // the last token's window, the first one's end
+      innerStart = arith::MaxUIOp::create(
+          b, rangeStart, slidingWindowStart(b, seqLen, slidingWindow));
+      innerEnd = arith::MinUIOp::create(b, partEnd, firstContext);
+    }
     Value step = cIdx(b, plan.tokenStep);
     stepBase = arith::AddIOp::create(
         b, partStart,
@@ -311,20 +322,24 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
                 b, arith::SubIOp::create(b, rangeStart, partStart), step),
             step));
   };
+  auto [start, end] = partitionOf(b, part, seqLen);
+  setRange(start, end);
   if (onePass) {
-    setRange(cIdx(b, 0), seqLen);
+    // A bad seq_len: NaN rows, recorded, nothing read (as the partition
+    // kernel's empty partitions, after which the reducer does it).
+    auto lenIf = scf::IfOp::create(b, seqLenBad, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard lenGuard(b);
+    b.setInsertionPointToStart(lenIf.thenBlock());
+    emitBadLength(b);
+    b.setInsertionPointToStart(lenIf.elseBlock());
+    emitRangeCheck(b);
     emitPartition(b);
     return;
   }
-  Value tokens = toIndex(b, partTokens);
-  Value start = arith::MulIOp::create(b, part, tokens);
-  setRange(start, arith::MinUIOp::create(
-                      b, arith::AddIOp::create(b, start, tokens), seqLen));
   // Partitions past the sequence's end, or wholly before its sliding
   // window, leave sentinels the reducer skips: they read nothing.
   Value empty = arith::OrIOp::create(
-      b,
-      arith::CmpIOp::create(b, arith::CmpIPredicate::uge, partStart, seqLen),
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::uge, partStart, seqLen),
       arith::CmpIOp::create(b, arith::CmpIPredicate::ule, partEnd,
                             windowStart));
   auto ifOp = scf::IfOp::create(b, empty, /*withElseRegion=*/true);
@@ -335,12 +350,22 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
   emitPartition(b);
 }
 
+std::pair<Value, Value> PartitionProgram::partitionOf(ImplicitLocOpBuilder &b,
+                                                     Value unit, Value ctx) {
+  if (onePass)
+    return {cIdx(b, 0), ctx};
+  Value tokens = toIndex(b, partTokens);
+  Value start = arith::MulIOp::create(b, unit, tokens);
+  return {start, arith::MinUIOp::create(
+                     b, arith::AddIOp::create(b, start, tokens), ctx)};
+}
+
 void PartitionProgram::emitSentinels(ImplicitLocOpBuilder &b) {
   for (int64_t g = 0; g < plan.headsPerProgram; ++g) {
     Slot s = slotOf(b, cIdx(b, g));
     Value head = s.head, valid = s.valid;
-    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid,
-                                        cIdx(b, 0));
+    Value first =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cIdx(b, 0));
     Value write = arith::AndIOp::create(b, valid, first);
     auto ifOp = scf::IfOp::create(b, write, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
@@ -426,6 +451,33 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
   }
 }
 
+void PartitionProgram::emitBlockAddressing(ImplicitLocOpBuilder &b) {
+  // block_size is a power of two (the runtime checks it): token -> block
+  // and slot are a shift and a mask, log2 computed once.
+  blockShift = toIndex(
+      b, LLVM::CountTrailingZerosOp::create(b, b.getI32Type(), blockSizeArg,
+                                            /*is_zero_poison=*/false));
+  blockLen = toIndex(b, blockSizeArg);
+  blockMask = arith::SubIOp::create(b, blockLen, cIdx(b, 1));
+  // Elements of one (block, KV head) slab: head_size * block_size, for both
+  // the key layout [D/x][bs][x] and the value layout [D][bs].
+  Value slab = arith::ShLIOp::create(b, cIdx(b, plan.headSize), blockShift);
+  kvHeadOffset = arith::MulIOp::create(b, kvHead, slab);
+  blockStride = arith::MulIOp::create(b, toIndex(b, numKvHeads), slab);
+}
+
+Value PartitionProgram::blockOf(ImplicitLocOpBuilder &b, Value tok) {
+  return arith::ShRUIOp::create(b, tok, blockShift);
+}
+
+Value PartitionProgram::blockSlotOf(ImplicitLocOpBuilder &b, Value tok) {
+  return arith::AndIOp::create(b, tok, blockMask);
+}
+
+Value PartitionProgram::timesBlock(ImplicitLocOpBuilder &b, Value v) {
+  return arith::ShLIOp::create(b, v, blockShift);
+}
+
 Value PartitionProgram::stepToken(ImplicitLocOpBuilder &b, Value step) {
   return arith::AddIOp::create(
       b, stepBase, arith::MulIOp::create(b, step, cIdx(b, plan.tokenStep)));
@@ -436,10 +488,7 @@ Value PartitionProgram::keyChunkOffset(ImplicitLocOpBuilder &b, Value base,
   return arith::AddIOp::create(
       b, base,
       arith::MulIOp::create(
-          b,
-          arith::AddIOp::create(
-              b, arith::MulIOp::create(b, chunk, cIdx(b, plan.blockSize)),
-              slot),
+          b, arith::AddIOp::create(b, timesBlock(b, chunk), slot),
           cIdx(b, plan.keyPack)));
 }
 
@@ -453,88 +502,164 @@ SmallVector<Value> PartitionProgram::emitStepLoop(ImplicitLocOpBuilder &b,
                                                   SmallVector<Value> state,
                                                   StepFn step,
                                                   PrologueFn prologue,
-                                                  Value allMasked) {
-  if (!allMasked)
-    return emitSplitStepLoop(b, std::move(state), step, prologue);
-  assert(!prologue && "an all-masked loop carries no prologue values");
-  // Every step masked (the tokens' ranges differ within the tile), warps
-  // round robin; else the split loop.
-  auto ifOp = scf::IfOp::create(b, ValueRange(state).getTypes(), allMasked,
-                                /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifOp.thenBlock());
-  Value steps = arith::CeilDivUIOp::create(
-      b, arith::SubIOp::create(b, partEnd, stepBase), cIdx(b, plan.tokenStep));
-  auto loop = scf::ForOp::create(
-      b, warp, steps, cIdx(b, plan.warps), state,
-      [&](OpBuilder &nested, Location loc, Value iv, ValueRange iterArgs) {
-        ImplicitLocOpBuilder nb(loc, nested);
-        scf::YieldOp::create(
-            nb, step(nb, iv, /*masked=*/true, llvm::to_vector(iterArgs)));
-      });
-  scf::YieldOp::create(b, loop.getResults());
-  b.setInsertionPointToStart(ifOp.elseBlock());
-  scf::YieldOp::create(b, emitSplitStepLoop(b, state, step, prologue));
-  return SmallVector<Value>(ifOp.getResults());
-}
-
-SmallVector<Value> PartitionProgram::emitSplitStepLoop(
-    ImplicitLocOpBuilder &b, SmallVector<Value> state, StepFn step,
-    PrologueFn prologue) {
-  Value stepLen = cIdx(b, plan.tokenStep), zero = cIdx(b, 0);
-  Value tokens = arith::SubIOp::create(b, partEnd, stepBase);
-  Value full = arith::DivUIOp::create(b, tokens, stepLen);
-  Value warps = cIdx(b, plan.warps);
-  auto eq = [&](Value l, Value r) {
-    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, l, r);
+                                                  SetupFn edgeSetup) {
+  Value stepLen = cIdx(b, plan.tokenStep), warps = cIdx(b, plan.warps);
+  // Steps from stepBase to token `tok` (none before stepBase), rounded.
+  auto stepsTo = [&](Value tok, bool up) -> Value {
+    Value d = arith::SubIOp::create(b, arith::MaxUIOp::create(b, tok, stepBase),
+                                    stepBase);
+    if (up)
+      return arith::CeilDivUIOp::create(b, d, stepLen);
+    return arith::DivUIOp::create(b, d, stepLen);
   };
-  // Step 0 is partial when the sliding window starts inside it (the head),
-  // the step after the last full one when the range ends inside it (the
-  // tail). Only they are masked; a range shorter than a step is one tail.
-  Value hasHead = arith::AndIOp::create(
-      b,
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, stepBase, rangeStart),
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, full, zero));
-  Value hasTail = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::ne, arith::RemUIOp::create(b, tokens, stepLen),
-      zero);
+  // Steps [0, steps); whole ones [uFirst, uEnd); masked: the rest.
+  Value steps = stepsTo(partEnd, /*up=*/true);
+  Value uFirst = arith::MinUIOp::create(b, stepsTo(innerStart, true), steps);
+  Value uEnd = arith::MaxUIOp::create(b, stepsTo(innerEnd, false), uFirst);
 
-  // The whole steps, round robin over the warps; warp 0 skips a head.
-  Value first = arith::SelectOp::create(
-      b, arith::AndIOp::create(b, hasHead, eq(warp, zero)),
-      arith::AddIOp::create(b, warp, warps), warp);
+  // Masked step k of [0, edges): step k before the whole ones, uEnd +
+  // (k - uFirst) after; the warps' turns go on from the whole steps'. In
+  // i32 (a few steps, the warp count): they live through the whole steps.
+  // (Recomputing them after the whole steps instead, or loading a masked
+  // step's values before its softmax, made other tiles spill: ptxas at the
+  // caps; every variant of this loop is checked by the ptxas covering tests.)
+  auto i32 = [&](Value v) -> Value {
+    return arith::IndexCastOp::create(b, b.getI32Type(), v);
+  };
+  Value edges = i32(
+      arith::SubIOp::create(b, arith::AddIOp::create(b, uFirst, steps), uEnd));
+  Value turn =
+      arith::RemUIOp::create(b, arith::SubIOp::create(b, uEnd, uFirst), warps);
+  Value kFirst = i32(arith::RemUIOp::create(
+      b, arith::SubIOp::create(b, arith::AddIOp::create(b, warp, warps), turn),
+      warps));
+  Value heads = i32(uFirst);
+
+  Value first = arith::AddIOp::create(b, uFirst, warp);
   size_t carried = state.size();
   if (prologue)
-    state.append(prologue(b, first, full));
+    state.append(prologue(b, first, uEnd));
   auto loop = scf::ForOp::create(
-      b, first, full, warps, state,
+      b, first, uEnd, warps, state,
       [&](OpBuilder &nested, Location loc, Value iv, ValueRange iterArgs) {
         ImplicitLocOpBuilder nb(loc, nested);
         scf::YieldOp::create(
-            nb, step(nb, iv, /*masked=*/false, llvm::to_vector(iterArgs)));
+            nb, step(nb, iv, StepMask::none, llvm::to_vector(iterArgs)));
       });
   state = SmallVector<Value>(loop.getResults().take_front(carried));
 
-  // The head (step 0, warp 0's) and the tail (step `full`, on the warp whose
-  // turn it is): one masked body, over k in [head ? 0 : 1, tail ? 2 : 1).
-  Value headHere = arith::AndIOp::create(b, hasHead, eq(warp, zero));
-  Value tailHere = arith::AndIOp::create(
-      b, hasTail, eq(arith::RemUIOp::create(b, full, warps), warp));
-  Value one = cIdx(b, 1);
-  Value from = arith::SelectOp::create(b, headHere, zero, one);
-  Value to = arith::SelectOp::create(b, tailHere, cIdx(b, 2), one);
-  auto edges = scf::ForOp::create(
-      b, from, to, one, state,
+  Value tailBase = i32(uEnd);
+  StepMask mask = packsTokens() ? StepMask::slots : StepMask::range;
+  if (edgeSetup && mask == StepMask::slots)
+    edgeSetup(b);
+  auto masked = scf::ForOp::create(
+      b, kFirst, edges, arith::ConstantIntOp::create(b, plan.warps, 32), state,
       [&](OpBuilder &nested, Location loc, Value k, ValueRange iterArgs) {
         ImplicitLocOpBuilder nb(loc, nested);
-        Value at = arith::SelectOp::create(
-            nb,
-            arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, k, cIdx(nb, 0)),
-            cIdx(nb, 0), full);
-        scf::YieldOp::create(
-            nb, step(nb, at, /*masked=*/true, llvm::to_vector(iterArgs)));
+        Value at = arith::IndexCastUIOp::create(
+            nb, nb.getIndexType(),
+            arith::SelectOp::create(
+                nb,
+                arith::CmpIOp::create(nb, arith::CmpIPredicate::ult, k, heads),
+                k,
+                arith::AddIOp::create(nb, arith::SubIOp::create(nb, k, heads),
+                                      tailBase)));
+        scf::YieldOp::create(nb, step(nb, at, mask, llvm::to_vector(iterArgs)));
       });
-  return SmallVector<Value>(edges.getResults());
+  return SmallVector<Value>(masked.getResults());
+}
+
+PartitionProgram::CheckedEntry
+PartitionProgram::checkedEntry(ImplicitLocOpBuilder &b, Value rawEntry) {
+  // Negative entries are huge unsigned: one compare covers both bounds.
+  Value isBad = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, rawEntry,
+                                      numBlocks);
+  return {arith::SelectOp::create(b, isBad,
+                                  arith::ConstantIntOp::create(b, 0, 32),
+                                  rawEntry),
+          isBad};
+}
+
+Value PartitionProgram::poisonIf(ImplicitLocOpBuilder &b, Value isBad,
+                                 Value v) {
+  return arith::SelectOp::create(b, isBad, cF32(b, NAN), v);
+}
+
+void PartitionProgram::emitRangeCheck(ImplicitLocOpBuilder &b) {
+  // The blocks of the program's range [rangeStart, partEnd), each holding a
+  // token some slot attends to: thread t checks blocks t, t + threads, ...
+  // (one-pass contexts are short: mostly one load) and records the last bad
+  // one it found.
+  Type i32 = b.getI32Type();
+  Value from = blockOf(b, rangeStart);
+  Value nonEmpty =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, partEnd, rangeStart);
+  Value blocks = arith::SelectOp::create(
+      b, nonEmpty,
+      arith::SubIOp::create(
+          b,
+          blockOf(b, arith::AddIOp::create(
+                         b, arith::SubIOp::create(b, partEnd, cIdx(b, 1)),
+                         blockLen)),
+          from),
+      cIdx(b, 0));
+  // The thread's last bad block and its entry (-1: none).
+  Value none = arith::ConstantIntOp::create(b, -1, 32);
+  auto check = scf::ForOp::create(
+      b, tid, blocks, cIdx(b, plan.threads()), ValueRange{none, none},
+      [&](OpBuilder &nested, Location loc, Value i, ValueRange iter) {
+        ImplicitLocOpBuilder nb(loc, nested);
+        Value logical = arith::AddIOp::create(nb, from, i);
+        Value entry = memref::LoadOp::create(
+            nb, blockTables,
+            ValueRange{arith::AddIOp::create(nb, blockRow, logical)});
+        Value bad = arith::CmpIOp::create(nb, arith::CmpIPredicate::uge,
+                                          entry, numBlocks);
+        Value index = arith::IndexCastOp::create(nb, i32, logical);
+        scf::YieldOp::create(
+            nb, ValueRange{arith::SelectOp::create(nb, bad, index, iter[0]),
+                           arith::SelectOp::create(nb, bad, entry, iter[1])});
+      });
+  Value found = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                                      check.getResult(0), none);
+  // A barrier keeps the check apart from the token loop's code: without
+  // it, ptxas spilled tiles at their register caps.
+  gpu::BarrierOp::create(b);
+  auto ifOp = scf::IfOp::create(b, found, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  recordBadInput(b, errorWord, seq, check.getResult(0), check.getResult(1));
+}
+
+void PartitionProgram::emitBadLength(ImplicitLocOpBuilder &b) {
+  Value first =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cIdx(b, 0));
+  {
+    auto ifOp = scf::IfOp::create(b, first, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    recordBadInput(b, errorWord, seq, arith::ConstantIntOp::create(b, -1, 32),
+                   tokens.rawLen);
+  }
+  // Every (slot, dim) of the tile's rows: NaN.
+  const int64_t d = plan.headSize, total = plan.headsPerProgram * d;
+  Value nan = fromF32(b, cF32(b, NAN), plan.elemType);
+  for (int64_t base = 0; base < total; base += plan.threads()) {
+    Value i = arith::AddIOp::create(b, tid, cIdx(b, base));
+    Value inRange =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, cIdx(b, total));
+    Slot s = slotOf(b, arith::DivUIOp::create(b, i, cIdx(b, d)));
+    auto ifOp = scf::IfOp::create(b, arith::AndIOp::create(b, inRange, s.valid),
+                                  /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value headRow = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, s.row, numHeads), s.head);
+    Value idx = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, headRow, cIdx(b, d)),
+        arith::RemUIOp::create(b, i, cIdx(b, d)));
+    memref::StoreOp::create(b, nan, output, ValueRange{idx});
+  }
 }
 
 Value PartitionProgram::alibiSlopeLog2(ImplicitLocOpBuilder &b, Value head) {
@@ -557,8 +682,7 @@ Value PartitionProgram::alibiPosition(ImplicitLocOpBuilder &b, Value tok) {
   Value rel = arith::SubIOp::create(
       b, arith::AddIOp::create(b, tok, cIdx(b, 1)), seqLen);
   return arith::SIToFPOp::create(
-      b, b.getF32Type(),
-      arith::IndexCastOp::create(b, b.getI32Type(), rel));
+      b, b.getF32Type(), arith::IndexCastOp::create(b, b.getI32Type(), rel));
 }
 
 SmallVector<Value> PartitionProgram::softCap(ImplicitLocOpBuilder &b,

@@ -36,29 +36,60 @@ protected:
   /// warp's state stored in the epilogue layout, then emitEpilogue.
   virtual void emitPartition(ImplicitLocOpBuilder &b) = 0;
 
+  /// How a step's tokens are masked: not at all (every token inside the
+  /// program's range), against the program's range [rangeStart, partEnd)
+  /// (tokenValid), or each packed slot against its own token's range (a
+  /// program serving several query tokens).
+  enum class StepMask { none, range, slots };
   /// One warp step at index `step` (tokens stepBase + step * tokenStep ...),
-  /// masked (tokenValid) or not; returns the new per-lane state.
+  /// masked as `mask` says; returns the new per-lane state.
   using StepFn = llvm::function_ref<SmallVector<Value>(
-      ImplicitLocOpBuilder &, Value step, bool masked, SmallVector<Value>)>;
+      ImplicitLocOpBuilder &, Value step, StepMask mask, SmallVector<Value>)>;
   /// Values a warp prepares before its whole steps, given its first whole
   /// step and the number of whole steps (e.g. the loads of its first step,
   /// for a loop that loads one step ahead).
   using PrologueFn = llvm::function_ref<SmallVector<Value>(
       ImplicitLocOpBuilder &, Value first, Value full)>;
-  /// The partition's steps from stepBase to partEnd: warps take the whole
-  /// steps round robin, unmasked; the partial first step (the sliding window
-  /// starts inside it) and the partial last step run masked, each on one
-  /// warp, through one masked body. With a prologue, its values follow the
-  /// state through the unmasked steps (which must return them, updated) and
-  /// are dropped before the masked ones. Returns the final state.
-  /// With `allMasked` (an i1, uniform over the program) true at run time,
-  /// every step runs masked instead.
+  /// What a step's slots share, built once before the masked steps.
+  using SetupFn = llvm::function_ref<void(ImplicitLocOpBuilder &)>;
+  /// The partition's steps from stepBase to partEnd. The whole steps inside
+  /// [innerStart, innerEnd), tokens every slot attends, run unmasked, round
+  /// robin over the warps. The others, at most two before and two after
+  /// (the sliding window's start, the range's end, and with several query
+  /// tokens per program the tokens only some of them attend), continue the
+  /// round robin through one masked body: StepMask::slots in kernels that
+  /// pack tokens (after `edgeSetup`, which builds what those steps share:
+  /// a division left in a step is not hoisted past the loop's guard), else
+  /// StepMask::range. With a prologue, its values follow the state through
+  /// the unmasked steps (which must return them, updated) and are dropped
+  /// before the masked ones. Returns the final state.
   SmallVector<Value> emitStepLoop(ImplicitLocOpBuilder &b,
                                   SmallVector<Value> state, StepFn step,
                                   PrologueFn prologue = nullptr,
-                                  Value allMasked = nullptr);
+                                  SetupFn edgeSetup = nullptr);
+  /// The block-table entry `rawEntry` (i32, as loaded) made safe to
+  /// dereference: itself when 0 <= entry < num_blocks, else 0 (block 0's
+  /// address); and whether it was bad (i1). One compare and one select per
+  /// entry load; call it at every load of block_tables. The kernel then
+  /// gives the logits of that block's tokens NaN (poisonIf) before its
+  /// masks: a slot that attends to one of them has a NaN softmax sum, so
+  /// its output is NaN (docs/features.md, "Bad block tables"). The entry is
+  /// recorded off the hot path (emitRangeCheck, or the reducer).
+  struct CheckedEntry {
+    Value entry, bad;
+  };
+  CheckedEntry checkedEntry(ImplicitLocOpBuilder &b, Value rawEntry);
+  /// `v` (f32), or NaN where `isBad` (i1).
+  Value poisonIf(ImplicitLocOpBuilder &b, Value isBad, Value v);
+
   /// First token of warp step `step`.
   Value stepToken(ImplicitLocOpBuilder &b, Value step);
+  /// The logical block of token `tok` (tok / block_size) and its slot in
+  /// it (tok % block_size); `v` * block_size. block_size is the kernel's
+  /// run-time parameter, a power of two: shifts and a mask.
+  Value blockOf(ImplicitLocOpBuilder &b, Value tok);
+  Value blockSlotOf(ImplicitLocOpBuilder &b, Value tok);
+  Value timesBlock(ImplicitLocOpBuilder &b, Value v);
   /// Element offset of key_cache[phys, kvh, chunk, slot, 0]: `base` (that
   /// of [phys, kvh]) + (chunk * block_size + slot) * x.
   Value keyChunkOffset(ImplicitLocOpBuilder &b, Value base, Value chunk,
@@ -80,7 +111,7 @@ protected:
   /// Whether the kernel packs several query tokens of a sequence into its
   /// tile (the tensor-core kernel: a GQA group smaller than the tile leaves
   /// rows for the next tokens' heads).
-  bool packsTokens() const { return plan.usesMma(); }
+  bool packsTokens() const { return plan.packsTokens(); }
   /// Query tokens per program: max(heads_per_program / group, 1) when the
   /// kernel packs tokens and the call has several, else 1.
   Value tokensPerProgram(ImplicitLocOpBuilder &b, Value groupLen);
@@ -128,48 +159,70 @@ protected:
   // Kernel arguments.
   Value query, keyCache, valueCache, blockTables, seqLens, output, expSums,
       maxLogits, tmpOutput, scale, maxBlocks, maxParts, partTokens, numKvHeads,
-      groupSize, alibiSlopes, hasAlibi, slidingWindow, logitsSoftCap, sinks,
-      hasSinks, queryStartLoc, maxQueryLen, shared;
+      groupSize, blockSizeArg, alibiSlopes, hasAlibi, slidingWindow,
+      logitsSoftCap, sinks, hasSinks, queryStartLoc, maxQueryLen, numBlocks,
+      errorWord, shared;
   // The wmma kernel's workgroup memory is one byte buffer (32-byte aligned)
   // that `shared` views as f32 and the kernel as f16; null otherwise.
   Value sharedBuffer;
   // Values computed once in the prologue. The partition attends to
   // [rangeStart, partEnd): its tokens, from the sliding window's start on;
-  // its steps start at stepBase (rangeStart rounded down to a step).
+  // its steps start at stepBase (rangeStart rounded down to a step). Every
+  // slot of the program attends to [innerStart, innerEnd) (the same range
+  // unless the program packs several query tokens).
   // `seq` indexes block_tables and seq_lens, `row` the query, output and
   // workspace (the query token: KernelIdioms.h, QueryRow); `seqLen` is the
   // row's context length.
   Value tid, lane, warp, part, seq, row, kvHead, tile, numHeads, seqLen,
-      partStart, partEnd, rangeStart, stepBase, blockRow, kvHeadOffset,
-      blockStride;
+      partStart, partEnd, rangeStart, stepBase, innerStart, innerEnd, blockRow,
+      kvHeadOffset, blockStride;
   // The program's query tokens (KernelIdioms.h) and how many it serves.
   QueryRow tokens;
   Value perProgram;
+  // block_size (index), log2(block_size) and block_size - 1.
+  Value blockLen, blockShift, blockMask;
   // Soft cap: enabled flag, C = cap * log2(e) and 2 log2(e) / C.
   Value capOn, capLog2, capInvScale;
   // fp8 caches: `scale` above already includes k_scale; the factor for the
   // partition's output (v_scale), null otherwise.
   Value valueScale;
+  // Bounds: whether seq_lens[seq] is bad (i1, uniform; such a program
+  // reads nothing).
+  Value seqLenBad;
 
 private:
-  SmallVector<Value> emitSplitStepLoop(ImplicitLocOpBuilder &b,
-                                       SmallVector<Value> state, StepFn step,
-                                       PrologueFn prologue);
   void emitBody(ImplicitLocOpBuilder &b);
+  /// The prologue's block values: blockLen, blockShift, blockMask, the
+  /// (block, KV head) slab's kvHeadOffset and the blockStride.
+  void emitBlockAddressing(ImplicitLocOpBuilder &b);
+  /// The tokens of partition `unit` of a context of `ctx` tokens (the
+  /// program's last query token's): [unit * partition_tokens, min(that +
+  /// partition_tokens, ctx)), one-pass [0, ctx).
+  std::pair<Value, Value> partitionOf(ImplicitLocOpBuilder &b, Value unit,
+                                      Value ctx);
   void emitSentinels(ImplicitLocOpBuilder &b);
+  /// One-pass, before the token loop: the threads check the blocks of the
+  /// program's range [rangeStart, partEnd) (a block each, mostly) and, after
+  /// a barrier, each that found a bad one records it. The partition kernel
+  /// leaves recording to the reducer, which sees its NaN exp_sums. Here,
+  /// what it needs dies before the loop: checked in the epilogue, it made
+  /// the tiles at their register caps spill (as did the check without the
+  /// barrier).
+  void emitRangeCheck(ImplicitLocOpBuilder &b);
+  /// One-pass with a bad seq_len: thread 0 records it, every thread stores
+  /// NaN in its (slot, dim) pairs of the output; nothing is read.
+  void emitBadLength(ImplicitLocOpBuilder &b);
 };
 
 /// The tensor-core partition kernel (MmaPartitionKernel.cpp).
 gpu::GPUFuncOp buildMmaPartitionKernel(OpBuilder &moduleBuilder, Location loc,
                                        const KernelPlan &plan, bool onePass);
 /// The wmma partition kernel (WmmaPartitionKernel.cpp).
-gpu::GPUFuncOp buildWmmaPartitionKernel(OpBuilder &moduleBuilder,
-                                        Location loc, const KernelPlan &plan,
-                                        bool onePass);
+gpu::GPUFuncOp buildWmmaPartitionKernel(OpBuilder &moduleBuilder, Location loc,
+                                        const KernelPlan &plan, bool onePass);
 /// The SIMT partition kernel (PartitionKernel.cpp).
-gpu::GPUFuncOp buildSimtPartitionKernel(OpBuilder &moduleBuilder,
-                                        Location loc, const KernelPlan &plan,
-                                        bool onePass);
+gpu::GPUFuncOp buildSimtPartitionKernel(OpBuilder &moduleBuilder, Location loc,
+                                        const KernelPlan &plan, bool onePass);
 
 } // namespace mlir::paged_attn
 

@@ -32,6 +32,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -68,6 +69,7 @@ private:
   void storeOutput();
   void storeFromRegisters();
   void storeThroughWorkgroup();
+  void recordBadInputs();
 
   Value scaledExp(ImplicitLocOpBuilder &eb, Value a, Value m);
   void merge(ImplicitLocOpBuilder &mb, Value &m, Value &l, Value mOther,
@@ -97,8 +99,10 @@ private:
   // The mapping of warps to heads.
   Value lane, warp, headsPerProgram, warps, slot, rank, firstWarp, headThreads,
       headTid, numHeads;
-  // The query row, its head and partitions.
-  Value head, headValid, parts, firstPart, row, statBase;
+  // The query row, its head and partitions; its context and window start;
+  // its seq_len as loaded and whether it is bad.
+  Value seq, head, headValid, parts, firstPart, row, statBase, context,
+      windowStart, rawLen, lenBad;
   // The head's statistics: M and L (the thread's, the warp's, the head's,
   // then with the sink), whether a head has several warps, and 1 / L.
   Value log2e, headM, headL, multi, invL;
@@ -147,6 +151,9 @@ gpu::GPUFuncOp ReduceKernelBuilder::build() {
   foldPartitionStatistics();
   mergeWarpStatistics();
   joinSink();
+  // Cold: a row made NaN by a bad input has it recorded (here, before the
+  // walk over the partial outputs: what it reads dies before that loop).
+  recordBadInputs();
   // 3. The weighted sum of the partial outputs, per warp.
   computeLaneSlices();
   sumPartialOutputs();
@@ -214,11 +221,18 @@ void ReduceKernelBuilder::mapWarpsToHeads() {
 /// tokens run with no partitions and store nothing (straight-line, as ptxas
 /// keeps this kernel spill-free on sm_70).
 void ReduceKernelBuilder::locateQueryRow() {
-  Value seq = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  seq = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  // A seq_len outside [0, max_blocks_per_seq * block_size] counts as 0
+  // tokens (no partition is read) and the row's output is NaN, as the
+  // partition kernel leaves it (docs/runtime.md, "Bad block tables").
+  auto arg = [&](StringRef name) { return sig.arg(*entry, name); };
+  Value maxBlocks = toIndex(b, arg("max_blocks_per_seq"));
+  Value capacity =
+      arith::MulIOp::create(b, maxBlocks, toIndex(b, arg("block_size")));
   QueryRow q = queryRowOf(b, gpu::BlockIdOp::create(b, gpu::Dimension::x), seq,
-                          seqLens, sig.arg(*entry, "query_start_loc"),
-                          sig.arg(*entry, "max_query_len"),
-                          /*perProgram=*/cIdx(b, 1));
+                          seqLens, arg("query_start_loc"), arg("max_query_len"),
+                          /*perProgram=*/cIdx(b, 1), capacity);
+  rawLen = q.rawLen, lenBad = q.lenBad;
   head = arith::AddIOp::create(
       b, arith::MulIOp::create(b, q.unit, headsPerProgram), slot);
   // A slot past the last head computes the last head again (every thread
@@ -228,12 +242,12 @@ void ReduceKernelBuilder::locateQueryRow() {
       arith::CmpIOp::create(b, arith::CmpIPredicate::ult, head, numHeads));
   head = arith::MinUIOp::create(b, head,
                                 arith::SubIOp::create(b, numHeads, cIdx(b, 1)));
-  Value seqLen = arith::SelectOp::create(b, q.live, q.seqLen, cIdx(b, 0));
-  parts = arith::CeilDivUIOp::create(b, seqLen, toIndex(b, partTokens));
+  context = arith::SelectOp::create(b, q.live, q.seqLen, cIdx(b, 0));
+  parts = arith::CeilDivUIOp::create(b, context, toIndex(b, partTokens));
   // The window's first token max(seq_len - W, 0) (W = 0: none) and its
   // partition: the first one with a result.
-  firstPart = arith::DivUIOp::create(
-      b, slidingWindowStart(b, seqLen, slidingWindow), toIndex(b, partTokens));
+  windowStart = slidingWindowStart(b, context, slidingWindow);
+  firstPart = arith::DivUIOp::create(b, windowStart, toIndex(b, partTokens));
   row =
       arith::AddIOp::create(b, arith::MulIOp::create(b, q.row, numHeads), head);
   statBase = arith::MulIOp::create(b, row, toIndex(b, maxPartsArg));
@@ -256,12 +270,15 @@ void ReduceKernelBuilder::merge(ImplicitLocOpBuilder &mb, Value &m, Value &l,
 }
 
 /// The head's thread t folds partitions first + t, + headThreads, ...; each
-/// warp then merges its lanes by xor shuffles.
+/// warp then merges its lanes by xor shuffles. A bad seq_len starts the sum
+/// at NaN, which every merge keeps: the row's output is NaN.
 void ReduceKernelBuilder::foldPartitionStatistics() {
   log2e = cF32(b, M_LOG2E);
   auto statLoop = scf::ForOp::create(
       b, arith::AddIOp::create(b, firstPart, headTid), parts, headThreads,
-      ValueRange{cF32(b, -FLT_MAX), cF32(b, 0.0f)},
+      ValueRange{cF32(b, -FLT_MAX),
+                 arith::SelectOp::create(b, lenBad, cF32(b, NAN),
+                                         cF32(b, 0.0f))},
       [&](OpBuilder &nested, Location nloc, Value p, ValueRange iter) {
         ImplicitLocOpBuilder nb(nloc, nested);
         Value idx = arith::AddIOp::create(nb, statBase, p);
@@ -484,6 +501,43 @@ void ReduceKernelBuilder::storeThroughWorkgroup() {
         storeSlice(nb, sumLoop.getResult(0), ofs);
         scf::YieldOp::create(nb);
       });
+}
+
+/// Bad block tables (docs/runtime.md): a row that read a bad block-table
+/// entry in some partition has NaN exp_sums, so a NaN L (as has a bad
+/// seq_len). Thread 0 then records the bad seq_len, or the last bad entry
+/// of the row's attended blocks [window start, context) (none when the NaN
+/// came from the inputs' values).
+void ReduceKernelBuilder::recordBadInputs() {
+  auto arg = [&](StringRef name) { return sig.arg(*entry, name); };
+  Value lane0 =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, cIdx(b, 0));
+  Value warp0 =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, warp, cIdx(b, 0));
+  Value first = arith::AndIOp::create(b, lane0, warp0);
+  Value isNan =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, headL, headL);
+  auto ifOp = scf::IfOp::create(
+      b,
+      arith::AndIOp::create(b, arith::AndIOp::create(b, first, headValid),
+                            isNan),
+      /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value errorWord = arg("error_word");
+  auto lenIf = scf::IfOp::create(b, lenBad, /*withElseRegion=*/true);
+  b.setInsertionPointToStart(lenIf.thenBlock());
+  recordBadInput(b, errorWord, seq, arith::ConstantIntOp::create(b, -1, 32),
+                 rawLen);
+  b.setInsertionPointToStart(lenIf.elseBlock());
+  Value shift = toIndex(
+      b, LLVM::CountTrailingZerosOp::create(b, b.getI32Type(),
+                                            arg("block_size"),
+                                            /*is_zero_poison=*/false));
+  Value tableRow =
+      arith::MulIOp::create(b, seq, toIndex(b, arg("max_blocks_per_seq")));
+  recordLastBadEntry(b, arg("block_tables"), tableRow, arg("num_blocks"),
+                     shift, windowStart, context, errorWord, seq);
 }
 
 gpu::GPUFuncOp mlir::paged_attn::buildReduceKernel(OpBuilder &moduleBuilder,

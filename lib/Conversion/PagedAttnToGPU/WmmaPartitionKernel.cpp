@@ -87,17 +87,40 @@ private:
   /// Stages the tile's query as Q[16][keyStride] f16 (rows past the tile
   /// and slots past the group zero); one barrier.
   void stageQuery(ImplicitLocOpBuilder &b);
-  /// The 16-byte loads of the step at token tok0: the lane's key pieces,
-  /// then its value pieces. `clamp` keeps a second block (block size 8)
-  /// inside the sequence.
-  SmallVector<Value> loadStep(ImplicitLocOpBuilder &b, Value tok0, bool clamp);
+  /// The 16-byte loads of the step at token tok0 (`values`): the lane's key
+  /// pieces, then its value pieces; and whether each eighth's block-table
+  /// entry is bad (`bad`, checkedEntry). `clamp` keeps a second block
+  /// (block size 8) inside the sequence.
+  struct StepLoads {
+    SmallVector<Value> values, bad;
+  };
+  StepLoads loadStep(ImplicitLocOpBuilder &b, Value tok0, bool clamp);
+  /// Whether any of the eighths' entries `bad` is bad.
+  Value anyBad(ImplicitLocOpBuilder &b, ArrayRef<Value> bad);
+  /// Whether the entry of the eighth holding the lane's tokens is bad.
+  Value laneBad(ImplicitLocOpBuilder &b, ArrayRef<Value> bad);
   /// Stores a step's loads into the warp's K and V staging rows (values of
   /// tokens outside the range zeroed when `masked`).
   void stageStep(ImplicitLocOpBuilder &b, Value tok0, bool masked,
                  ArrayRef<Value> loads);
-  /// The staged step's scores, online softmax and weighted values.
+  /// The staged step's scores, online softmax and weighted values; the
+  /// lane's logits are NaN (before the mask) where `bad` (i1): its tokens'
+  /// block-table entry is bad.
+  /// One warp step on staged K/V: the scores, the online softmax, the
+  /// weights, the weighted values.
   WmmaState computeStep(ImplicitLocOpBuilder &b, Value tok0, bool masked,
-                        WmmaState state);
+                        Value bad, WmmaState state);
+  /// S = Q . K^T into the warp's S rows; returns their f32 index.
+  Value storeScores(ImplicitLocOpBuilder &b);
+  /// The lane's logits from S, folded into the state; returns alpha.
+  Value foldSoftmax(ImplicitLocOpBuilder &b, Value sIdx, Value myTok,
+                    Value tok0, bool masked, Value bad, WmmaState &state,
+                    SmallVector<Value> &p);
+  /// P (f16) and alpha to workgroup memory; returns P's f16 index.
+  Value storeWeights(ImplicitLocOpBuilder &b, Value sIdx, Value myTok,
+                     Value alpha, ArrayRef<Value> p);
+  void accumulateValues(ImplicitLocOpBuilder &b, Value sIdx, Value pIdx,
+                        WmmaState &state);
   void storeWarpState(ImplicitLocOpBuilder &b, WmmaState state);
 
   gpu::MMAMatrixType fragType(int64_t rows, int64_t cols, Type elem,
@@ -200,39 +223,51 @@ void WmmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
   // own.
   Value full;
   auto loadsOf = [&](ImplicitLocOpBuilder &nb, Value step) {
-    // Only whole steps [0, full) are loaded ahead; past them, zeros.
+    // Only whole steps [0, full) are loaded ahead; past them, zeros. Last:
+    // whether a block of the step is bad (every lane attends to all of a
+    // whole step's tokens).
     Value inRange =
         arith::CmpIOp::create(nb, arith::CmpIPredicate::ult, step, full);
     SmallVector<Type> types;
     int64_t n = plan.chunks / 2 + plan.headSize / 16;
     auto vecType = VectorType::get({8}, plan.cacheType);
     types.assign(n, vecType);
+    types.push_back(nb.getI1Type());
     auto ifOp = scf::IfOp::create(nb, types, inRange, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(nb);
     nb.setInsertionPointToStart(ifOp.thenBlock());
-    scf::YieldOp::create(nb, loadStep(nb, stepToken(nb, step), /*clamp=*/true));
+    StepLoads loads = loadStep(nb, stepToken(nb, step), /*clamp=*/true);
+    loads.values.push_back(anyBad(nb, loads.bad));
+    scf::YieldOp::create(nb, loads.values);
     nb.setInsertionPointToStart(ifOp.elseBlock());
     Value zero = arith::ConstantOp::create(
         nb, DenseElementsAttr::get(vecType, nb.getZeroAttr(plan.cacheType)));
-    scf::YieldOp::create(nb, SmallVector<Value>(n, zero));
+    SmallVector<Value> zeros(n, zero);
+    zeros.push_back(arith::ConstantIntOp::create(nb, 0, 1));
+    scf::YieldOp::create(nb, zeros);
     return SmallVector<Value>(ifOp.getResults());
   };
   size_t carried = state.values.size();
   state.values = emitStepLoop(
       b, state.values,
-      [&](ImplicitLocOpBuilder &nb, Value step, bool masked,
+      [&](ImplicitLocOpBuilder &nb, Value step, StepMask mask,
           SmallVector<Value> values) {
+        bool masked = mask != StepMask::none;
         Value tok0 = stepToken(nb, step);
         WmmaState in{SmallVector<Value>(values.begin(),
                                         values.begin() + carried)};
         if (masked) {
-          stageStep(nb, tok0, masked, loadStep(nb, tok0, /*clamp=*/true));
-          return computeStep(nb, tok0, masked, in).values;
+          StepLoads loads = loadStep(nb, tok0, /*clamp=*/true);
+          stageStep(nb, tok0, masked, loads.values);
+          return computeStep(nb, tok0, masked, laneBad(nb, loads.bad), in)
+              .values;
         }
-        stageStep(nb, tok0, masked, ArrayRef<Value>(values).drop_front(carried));
+        ArrayRef<Value> staged = ArrayRef<Value>(values).drop_front(carried);
+        stageStep(nb, tok0, masked, staged.drop_back());
         SmallVector<Value> next = loadsOf(
             nb, arith::AddIOp::create(nb, step, cIdx(nb, plan.warps)));
-        SmallVector<Value> out = computeStep(nb, tok0, masked, in).values;
+        SmallVector<Value> out =
+            computeStep(nb, tok0, masked, staged.back(), in).values;
         out.append(next);
         return out;
       },
@@ -248,32 +283,57 @@ void WmmaPartitionBuilder::emitPartition(ImplicitLocOpBuilder &b) {
   emitEpilogue(b);
 }
 
-SmallVector<Value> WmmaPartitionBuilder::loadStep(ImplicitLocOpBuilder &b,
-                                                 Value tok0, bool clamp) {
-  const int64_t bs = plan.blockSize, x = plan.keyPack, d = plan.headSize;
-  const int64_t steps = plan.tokenStep;
-  Value tok0Ofs = arith::RemUIOp::create(b, tok0, cIdx(b, bs));
-  Value logical0 = arith::DivUIOp::create(b, tok0, cIdx(b, bs));
-  Value lastBlock = arith::DivUIOp::create(
-      b, arith::SubIOp::create(b, seqLen, cIdx(b, 1)), cIdx(b, bs));
-  // The step's blocks: one, or T / block_size of them.
+Value WmmaPartitionBuilder::anyBad(ImplicitLocOpBuilder &b,
+                                   ArrayRef<Value> bad) {
+  Value any = bad.front();
+  for (Value flag : bad.drop_front())
+    any = arith::OrIOp::create(b, any, flag);
+  return any;
+}
+
+Value WmmaPartitionBuilder::laneBad(ImplicitLocOpBuilder &b,
+                                    ArrayRef<Value> bad) {
+  // The lane's tokens quarter * 4 .. + 3 lie in eighth quarter / 2.
+  Value eighth = arith::DivUIOp::create(b, quarter, cIdx(b, 2));
+  Value flag = bad.front();
+  for (size_t k = 1; k < bad.size(); ++k)
+    flag = arith::SelectOp::create(
+        b,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, eighth,
+                              cIdx(b, int64_t(k))),
+        bad[k], flag);
+  return flag;
+}
+
+WmmaPartitionBuilder::StepLoads
+WmmaPartitionBuilder::loadStep(ImplicitLocOpBuilder &b, Value tok0,
+                               bool clamp) {
+  const int64_t x = plan.keyPack, d = plan.headSize;
+  StepLoads out;
+  Value lastBlock =
+      blockOf(b, arith::SubIOp::create(b, seqLen, cIdx(b, 1)));
+  // The step's T tokens are T / 8 eighths, each inside one block (block
+  // sizes are powers of two from 8): one block-table entry per eighth,
+  // equal for large blocks (those loads hit L1).
   SmallVector<Value> bases;
-  for (int64_t k = 0; k < std::max<int64_t>(1, steps / bs); ++k) {
-    Value logical = arith::AddIOp::create(b, logical0, cIdx(b, k));
+  for (int64_t k = 0; k < plan.tokenStep / 8; ++k) {
+    Value logical =
+        blockOf(b, arith::AddIOp::create(b, tok0, cIdx(b, 8 * k)));
     if (clamp && k > 0) // stay inside the sequence's blocks
       logical = arith::MinUIOp::create(b, logical, lastBlock);
-    Value entry = memref::LoadOp::create(
-        b, blockTables, ValueRange{arith::AddIOp::create(b, blockRow, logical)});
+    CheckedEntry entry = checkedEntry(
+        b, memref::LoadOp::create(
+               b, blockTables,
+               ValueRange{arith::AddIOp::create(b, blockRow, logical)}));
+    out.bad.push_back(entry.bad);
     bases.push_back(arith::AddIOp::create(
-        b, arith::MulIOp::create(b, toIndex(b, entry), blockStride),
+        b, arith::MulIOp::create(b, toIndex(b, entry.entry), blockStride),
         kvHeadOffset));
   }
   // Block base and slot of the step's token `u` (u + 8 stays in its block
   // for the value loads, which start at multiples of 8).
   auto place = [&](Value u) -> std::pair<Value, Value> {
-    if (bases.size() == 1)
-      return {bases[0], arith::AddIOp::create(b, tok0Ofs, u)};
-    Value k = arith::DivUIOp::create(b, u, cIdx(b, bs));
+    Value k = arith::DivUIOp::create(b, u, cIdx(b, 8));
     Value base = bases[0];
     for (size_t i = 1; i < bases.size(); ++i)
       base = arith::SelectOp::create(
@@ -281,14 +341,14 @@ SmallVector<Value> WmmaPartitionBuilder::loadStep(ImplicitLocOpBuilder &b,
           arith::CmpIOp::create(b, arith::CmpIPredicate::eq, k,
                                 cIdx(b, int64_t(i))),
           bases[i], base);
-    return {base, arith::RemUIOp::create(b, u, cIdx(b, bs))};
+    return {base, blockSlotOf(b, arith::AddIOp::create(b, tok0, u))};
   };
 
   // Keys: load c takes token `pair` of chunk 2 c + half, so one
   // instruction of the warp reads two chunks of 16 tokens (2 x 256
   // contiguous bytes) and a quarter warp's stores hit distinct banks of the
   // staging rows.
-  SmallVector<Value> loads;
+  SmallVector<Value> &loads = out.values;
   for (int64_t c = 0; c < plan.chunks / 2; ++c) {
     auto [base, slot] = place(pair);
     Value chunk = arith::AddIOp::create(b, half, cIdx(b, 2 * c));
@@ -302,11 +362,10 @@ SmallVector<Value> WmmaPartitionBuilder::loadStep(ImplicitLocOpBuilder &b,
     // value_cache[phys, kvh, dim, slot : slot + 8]
     Value ofs = arith::AddIOp::create(
         b, base,
-        arith::AddIOp::create(b, arith::MulIOp::create(b, dim, cIdx(b, bs)),
-                              slot));
+        arith::AddIOp::create(b, timesBlock(b, dim), slot));
     loads.push_back(loadVector(b, valueCache, ofs, 8));
   }
-  return loads;
+  return out;
 }
 
 void WmmaPartitionBuilder::stageStep(ImplicitLocOpBuilder &b, Value tok0,
@@ -360,22 +419,28 @@ void WmmaPartitionBuilder::stageStep(ImplicitLocOpBuilder &b, Value tok0,
 }
 
 WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
-                                            Value tok0, bool masked,
+                                            Value tok0, bool masked, Value bad,
                                             WmmaState state) {
   assert(plan.tokenStep == 16 && "one m16n16k16 block of scores per step");
-  const int64_t d = plan.headSize, mine = plan.tokenStep / 4;
-  Type f16 = b.getF16Type(), f32 = b.getF32Type();
+  Value sIdx = storeScores(b);
+  Value myTok = arith::MulIOp::create(b, quarter, cIdx(b, plan.tokenStep / 4));
+  SmallVector<Value> p;
+  Value alpha = foldSoftmax(b, sIdx, myTok, tok0, masked, bad, state, p);
+  Value pIdx = storeWeights(b, sIdx, myTok, alpha, p);
+  accumulateValues(b, sIdx, pIdx, state);
+  return state;
+}
 
-  // Scores: S = Q . K^T over the head dims, 16 at a time, into the warp's
-  // S rows.
-  auto aType = fragType(16, 16, f16, "AOp");
-  auto bType = fragType(16, 16, f16, "BOp");
-  auto sType = fragType(16, 16, f32, "COp");
+Value WmmaPartitionBuilder::storeScores(ImplicitLocOpBuilder &b) {
+  // S = Q . K^T over the head dims, 16 at a time, into the warp's S rows.
+  auto aType = fragType(16, 16, b.getF16Type(), "AOp");
+  auto bType = fragType(16, 16, b.getF16Type(), "BOp");
+  auto sType = fragType(16, 16, b.getF32Type(), "COp");
   Value qBase = cIdx(b, plan.wmmaQueryOffset() / 2);
   Value kRow = warpHalf(b, 0);
   Value sIdx = warpFloat(b, plan.wmmaSOffset());
   Value s = gpu::SubgroupMmaConstantMatrixOp::create(b, sType, cF32(b, 0.0f));
-  for (int64_t j = 0; j < d / 16; ++j) {
+  for (int64_t j = 0; j < plan.headSize / 16; ++j) {
     Value q = loadFrag(b, aType, stage,
                        arith::AddIOp::create(b, qBase, cIdx(b, 16 * j)),
                        keyStride(), /*colMajor=*/false);
@@ -389,14 +454,23 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
                                         b.getIndexAttr(scoreStride()),
                                         UnitAttr());
   syncWarp(b);
+  return sIdx;
+}
 
+Value WmmaPartitionBuilder::foldSoftmax(ImplicitLocOpBuilder &b, Value sIdx,
+                                        Value myTok, Value tok0, bool masked,
+                                        Value bad, WmmaState &state,
+                                        SmallVector<Value> &p) {
   // Online softmax of the lane's head `row`, its tokens myTok .. + mine - 1.
-  Value myTok = arith::MulIOp::create(b, quarter, cIdx(b, mine));
+  const int64_t mine = plan.tokenStep / 4;
   Value rowScores = arith::AddIOp::create(
       b, sIdx,
       arith::AddIOp::create(
           b, arith::MulIOp::create(b, row, cIdx(b, scoreStride())), myTok));
-  Value qScale = arith::MulFOp::create(b, scale, cF32(b, M_LOG2E));
+  // A bad block's tokens: NaN logits, which the mask keeps where the head
+  // attends to them.
+  Value qScale =
+      poisonIf(b, bad, arith::MulFOp::create(b, scale, cF32(b, M_LOG2E)));
   SmallVector<Value> logits;
   for (int64_t v = 0; v < mine / 4; ++v) {
     Value sv = loadVector(
@@ -415,24 +489,17 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
       logits[i] = arith::SelectOp::create(b, tokenValid(b, tok), logits[i],
                                           cF32(b, -INFINITY));
   }
-  Value mx = logits[0];
-  for (int64_t i = 1; i < mine; ++i)
-    mx = maxf(b, mx, logits[i]);
-  for (int64_t off = 1; off < 4; off *= 2)
-    mx = maxf(b, mx, shuffleXor(b, mx, off));
-  Value mNew = maxf(b, state.m(), mx);
-  Value alpha = exp2(b, arith::SubFOp::create(b, state.m(), mNew));
-  SmallVector<Value> p;
-  Value sum = cF32(b, 0.0f);
-  for (int64_t i = 0; i < mine; ++i) {
-    p.push_back(exp2(b, arith::SubFOp::create(b, logits[i], mNew)));
-    sum = arith::AddFOp::create(b, sum, p.back());
-  }
-  state.l() = fma(b, state.l(), alpha, sum);
-  state.m() = mNew;
+  return foldOnlineSoftmax(b, state.m(), state.l(), logits, xorOffsets(1, 4),
+                           p);
+}
 
+Value WmmaPartitionBuilder::storeWeights(ImplicitLocOpBuilder &b, Value sIdx,
+                                         Value myTok, Value alpha,
+                                         ArrayRef<Value> p) {
   // The weights P[head][token] (f16), and alpha along the head's row of the
   // 8 x 32 matrix that overlays S (once every lane has read its scores).
+  const int64_t mine = plan.tokenStep / 4;
+  Type f16 = b.getF16Type(), f32 = b.getF32Type();
   Value pVec = arith::TruncFOp::create(
       b, VectorType::get({mine}, f16),
       vector::FromElementsOp::create(b, VectorType::get({mine}, f32), p));
@@ -460,8 +527,13 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
                             /*nontemporal=*/false, llvm::MaybeAlign(16));
   }
   syncWarp(b);
+  return pIdx;
+}
 
+void WmmaPartitionBuilder::accumulateValues(ImplicitLocOpBuilder &b, Value sIdx,
+                                            Value pIdx, WmmaState &state) {
   // O = O . alpha + P . V, 32 head dims per fragment.
+  Type f16 = b.getF16Type(), f32 = b.getF32Type();
   Value pa = loadFrag(b, fragType(kTile, 16, f16, "AOp"), stage, pIdx,
                       valueStride(), /*colMajor=*/false);
   auto accType = fragType(kTile, 32, f32, "COp");
@@ -480,16 +552,13 @@ WmmaState WmmaPartitionBuilder::computeStep(ImplicitLocOpBuilder &b,
     state.acc(j) = gpu::SubgroupMmaComputeOp::create(
         b, pa, vt, acc, UnitAttr(), b.getUnitAttr());
   }
-  return state;
 }
 
 void WmmaPartitionBuilder::storeWarpState(ImplicitLocOpBuilder &b,
                                           WmmaState state) {
   // The lane's sum covers its 4 tokens of each step: add the head's other
   // quarters (lane bits 0..1).
-  Value l = state.l();
-  for (int64_t off = 1; off < 4; off *= 2)
-    l = arith::AddFOp::create(b, l, shuffleXor(b, l, off));
+  Value l = xorReduce(b, state.l(), xorOffsets(1, 4), addf);
   // The epilogue layout overlays the warps' step areas: wait for all.
   gpu::BarrierOp::create(b);
   for (int64_t j = 0; j < valueBlocks(); ++j)

@@ -4,8 +4,9 @@
 |* PagedAttention V2 decode on the caller's CUDA stream. Includes only      *|
 |* <cuda.h>; the library never links MLIR or LLVM. All state lives in a     *|
 |* pa_context the caller creates, one per device. No call allocates device  *|
-|* memory (but pa_host_alloc, for compiled host code), synchronises or reads *|
-|* device memory on the host, so a launch can be captured in a CUDA graph.   *|
+|* memory (but pa_context_create, 16 bytes, and pa_host_alloc, for compiled *|
+|* host code), synchronises or reads device memory on the host (but         *|
+|* pa_context_last_error), so a launch can be captured in a CUDA graph.     *|
 |*                                                                          *|
 \*===----------------------------------------------------------------------===*/
 
@@ -31,6 +32,8 @@ typedef enum pa_status_code {
   PA_ERROR_IO = 5,               /* a file that cannot be read */
   PA_ERROR_CAPTURE = 6, /* a module would load while the stream captures a
                            CUDA graph: preload it before capturing */
+  PA_ERROR_BAD_INPUT = 7, /* a kernel found a block-table entry or seq_len
+                             out of range (pa_context_last_error) */
 } pa_status_code;
 
 /// Every entry returns this by value. `driver_error` names the CUresult
@@ -164,6 +167,32 @@ pa_status pa_plan_decode_v2(const pa_context *ctx, const pa_decode_args *args,
 size_t pa_workspace_bytes(int32_t num_seqs, int32_t num_heads,
                           int32_t head_size, int32_t max_seq_len,
                           int32_t partition_size, pa_dtype tmp_dtype);
+
+/*===-- Bad inputs found by the kernels ------------------------------------===*/
+
+/// What the kernels recorded about a block-table entry outside [0,
+/// num_blocks) or a seq_len outside [0, max_blocks_per_seq * block_size]
+/// (docs/runtime.md, "Bad block tables"). Such an entry is never
+/// dereferenced (block 0 is read instead; a bad seq_len counts as 0 tokens)
+/// and the output rows (query row, head) that read it are NaN.
+typedef struct pa_kernel_error {
+  int32_t count; /* programs that found one since the last read; 0: none */
+  int32_t seq;   /* the sequence of the first one recorded */
+  int32_t index; /* its logical block (block_tables[seq][index]); -1: the
+                    bad value is seq_lens[seq] */
+  int32_t value; /* the entry (or seq_len) as the kernel read it */
+} pa_kernel_error;
+
+/// Reads the context's error word after the work queued on `stream` (it
+/// synchronises `stream`) and, if a kernel recorded an error, clears it in
+/// stream order. Returns PA_OK with a zeroed `*out` when nothing was
+/// recorded, PA_ERROR_BAD_INPUT with `*out` filled and a message naming the
+/// entry when something was (the first one recorded since the last read, by
+/// the program that recorded first). `out` may be null. A host-only context
+/// has launched nothing: PA_OK. Not capturable (it synchronises); records
+/// from kernels on other streams show once those kernels have finished.
+pa_status pa_context_last_error(pa_context *ctx, CUstream stream,
+                                pa_kernel_error *out);
 
 /*===-- Module loading -----------------------------------------------------===*/
 

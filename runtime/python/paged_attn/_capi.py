@@ -21,6 +21,7 @@ PA_ERROR_CUDA = 3
 PA_ERROR_BUNDLE = 4
 PA_ERROR_IO = 5
 PA_ERROR_CAPTURE = 6
+PA_ERROR_BAD_INPUT = 7  # a kernel found a block-table entry or seq_len out of range
 
 STATUS_NAMES = {
     PA_OK: "PA_OK",
@@ -30,6 +31,7 @@ STATUS_NAMES = {
     PA_ERROR_BUNDLE: "PA_ERROR_BUNDLE",
     PA_ERROR_IO: "PA_ERROR_IO",
     PA_ERROR_CAPTURE: "PA_ERROR_CAPTURE",
+    PA_ERROR_BAD_INPUT: "PA_ERROR_BAD_INPUT",
 }
 
 # pa_dtype
@@ -169,6 +171,13 @@ class Plan(ctypes.Structure):
         }
 
 
+class KernelError(ctypes.Structure):
+    """pa_kernel_error: the first bad block-table entry (index >= 0) or
+    seq_len (index -1) the kernels recorded, and how many programs found one."""
+    _fields_ = [("count", ctypes.c_int32), ("seq", ctypes.c_int32),
+                ("index", ctypes.c_int32), ("value", ctypes.c_int32)]
+
+
 #===----------------------------------------------------------------------===#
 # Errors
 #===----------------------------------------------------------------------===#
@@ -195,6 +204,19 @@ class PagedAttnError(RuntimeError):
 class PagedAttnUnsupportedError(PagedAttnError, NotImplementedError):
     """PA_ERROR_UNSUPPORTED: no loaded kernel variant serves the call. Both a
     RuntimeError (like every runtime failure) and a NotImplementedError."""
+
+
+class PagedAttnBadInputError(PagedAttnError):
+    """PA_ERROR_BAD_INPUT (paged_attn.check_errors): a kernel found a
+    block-table entry outside [0, num_blocks) or a seq_len outside [0,
+    max_blocks_per_seq * block_size]. `seq`, `index` (-1: seq_lens[seq]),
+    `value` and `count` (programs that found one) come from the error word."""
+
+    def __init__(self, where, code, driver_error, message, error=None):
+        super().__init__(where, code, driver_error, message)
+        e = error if error is not None else KernelError()
+        self.count, self.seq, self.index, self.value = (
+            int(e.count), int(e.seq), int(e.index), int(e.value))
 
 
 def check(status, where):
@@ -265,6 +287,8 @@ def _declare(lib):
     lib.pa_context_preload_all.restype = Status
     lib.pa_context_library_stats.argtypes = [ctx_p, c.POINTER(LibraryStats)]
     lib.pa_context_library_stats.restype = Status
+    lib.pa_context_last_error.argtypes = [ctx_p, CUstream, c.POINTER(KernelError)]
+    lib.pa_context_last_error.restype = Status
     return lib
 
 
@@ -349,6 +373,19 @@ class Context:
         check(self._lib.pa_context_library_stats(self.handle, ctypes.byref(st)),
               "pa_context_library_stats")
         return {name: int(getattr(st, name)) for name, _ in LibraryStats._fields_}
+
+    def last_error(self, stream):
+        """pa_context_last_error: raises PagedAttnBadInputError (and clears the
+        record) when a kernel found a bad block-table entry or seq_len;
+        synchronises `stream`."""
+        e = KernelError()
+        st = self._lib.pa_context_last_error(self.handle, stream, ctypes.byref(e))
+        if st.code == PA_ERROR_BAD_INPUT:
+            raise PagedAttnBadInputError(
+                "pa_context_last_error(device %d)" % self.device, int(st.code),
+                st.driver_error.decode("utf-8", "replace"),
+                st.message.decode("utf-8", "replace"), e)
+        check(st, "pa_context_last_error(device %d)" % self.device)
 
     def close(self):
         if self.handle:

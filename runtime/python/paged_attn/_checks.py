@@ -34,6 +34,8 @@ from . import _capi
 PARTITION_SIZE: int = 512
 #: Mirrors include/PagedAttn/Dialect/PagedAttn/IR/Limits.h (keep in sync).
 SUPPORTED_HEAD_SIZES: Tuple[int, ...] = (64, 80, 96, 112, 128, 192, 256)
+#: Block sizes: powers of two in [8, 128], a run-time parameter of every
+#: kernel (one bundle serves them all); runtime/src/checks.cpp checks the same.
 SUPPORTED_BLOCK_SIZES: Tuple[int, ...] = (8, 16, 32, 64, 128)
 KEY_PACK_BYTES = 16
 #: fp8 caches: the key cache packs x = 16 one-byte elements, so head_size
@@ -469,8 +471,8 @@ def _check_cache_shapes(a, kv_cache_dtype):
         raise NotImplementedError("%s(): head_size %d (query.shape[2]) is not supported; "
                                   "supported: %s" % (_FN, D, SUPPORTED_HEAD_SIZES))
     if BS not in SUPPORTED_BLOCK_SIZES:
-        raise NotImplementedError("%s(): block_size %d is not supported; supported: %s"
-                                  % (_FN, BS, SUPPORTED_BLOCK_SIZES))
+        raise NotImplementedError("%s(): block_size %d is not supported: it must be a power of "
+                                  "two in [8, 128] (%s)" % (_FN, BS, SUPPORTED_BLOCK_SIZES))
     return R, H, D, NB, KVH, BS
 
 

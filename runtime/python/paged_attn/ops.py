@@ -138,6 +138,24 @@ def init(device: Union[int, str, torch.device, None] = None,
             **{k: v for k, v in stats.items() if k != "bundles"}}
 
 
+def check_errors(device: Optional[Union[int, str, torch.device]] = None) -> None:
+    """Raises paged_attn.PagedAttnBadInputError if a kernel on `device` (None:
+    every device this module has a context on) found a block-table entry
+    outside [0, num_blocks) or a seq_len outside [0, max_blocks_per_seq *
+    block_size] since the last check, and clears the record. Such entries are
+    never read; the rows (query row, head) that attend to them are NaN.
+    Synchronises the device's current stream (not inside a CUDA graph
+    capture). Without a context on the device (no call ran), does nothing."""
+    if device is None:
+        indices = sorted(_contexts)
+    else:
+        indices = [_device_index(device)]
+    for idx in indices:
+        ctx = _contexts.get(idx)
+        if ctx is not None:
+            ctx.last_error(_current_stream(idx))
+
+
 def release_contexts() -> None:
     """Destroys every context this module created (their modules are unloaded).
     The next call creates them again. Not safe while another thread launches."""

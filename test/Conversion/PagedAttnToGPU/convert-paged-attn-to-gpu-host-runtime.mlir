@@ -44,7 +44,7 @@
 // CHECK: call @pa_host_decode_v2(%[[CTX]], %[[STREAM]], %[[BF16]], %[[BF16]], %[[NSEQ]], %[[H]], %[[KVH]], %[[D]], %[[B]], %{{.*}}, %{{.*}}, %{{.*}}, %[[PS]], %[[AUTO]], %[[SCALE]], %[[QP]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[TP]], %[[ALP]], %[[WIN]], %[[CAP]], %[[AUTO]], %[[ZEROF]], %[[ZEROF]], %[[NULL]], %[[NULL]], %[[NULL]], %[[NULL]], %{{[^,]*}}, %[[STATUS]]) : (!llvm.ptr, !llvm.ptr, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, f32, i32, f32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr) -> i32
 // CHECK-NEXT: return
 // The variant's kernels, for export.
-// CHECK: gpu.module @pa_bf16_d64_b32
+// CHECK: gpu.module @pa_bf16_d64_h
 func.func @bf16_features(%q: memref<?x16x64xbf16>, %kc: memref<?x4x8x32x8xbf16>,
                          %vc: memref<?x4x64x32xbf16>, %bt: memref<?x?xi32>,
                          %sl: memref<?xi32>, %alibi: memref<16xf32>,

@@ -6,10 +6,10 @@
 // heads (tile 8, slots 4..7 masked), a 16-token step per warp.
 
 // CHECK-LABEL: func.func @gqa
-// CHECK: gpu.launch_func @pa_f16_d128_b16_h8_mma::@pa_f16_d128_b16_h8_mma_onepass
-// CHECK: gpu.launch_func @pa_f16_d128_b16_h8_mma::@pa_f16_d128_b16_h8_mma_partition
-// CHECK: gpu.launch_func @pa_f16_d128_b16_h8_mma::@pa_f16_d128_b16_h8_mma_reduce
-// SIMT: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_partition
+// CHECK: gpu.launch_func @pa_f16_d128_h8_mma::@pa_f16_d128_h8_mma_onepass
+// CHECK: gpu.launch_func @pa_f16_d128_h8_mma::@pa_f16_d128_h8_mma_partition
+// CHECK: gpu.launch_func @pa_f16_d128_h8_mma::@pa_f16_d128_h8_mma_reduce
+// SIMT: gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_partition
 func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
     %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %max: index,
     %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>,
@@ -26,21 +26,15 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // Workgroup memory: the epilogue's 4 warps x 8 heads x (128 + 2) floats,
 // each warp's two 8 x 20 buffers for the weights, and the tile's query
 // (8 heads x (64 + 16 padding) words).
-// CHECK: gpu.module @pa_f16_d128_b16_h8_mma attributes {paged_attn.variant = {{{.*}}ext_logits = false, {{.*}}heads_per_program = 8 : i64, query_packs = "ceil(query_slots/max(1,heads_per_program/group_size))", reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))*query_slots", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 24320 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+// CHECK: gpu.module @pa_f16_d128_h8_mma attributes {paged_attn.variant = {{{.*}}ext_logits = false, {{.*}}heads_per_program = 8 : i64, query_packs = "ceil(query_slots/max(1,heads_per_program/group_size))", reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))*query_slots", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 24320 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
 // The lean variant takes the sliding window (last), not ALiBi or the cap.
-// CHECK: gpu.func @pa_f16_d128_b16_h8_mma_partition({{.*}}, %{{.*}}: i32, %{{.*}}: i32) workgroup(%[[SMEM:.*]] : memref<6080xf32, #gpu.address_space<workgroup>>) kernel
+// CHECK: gpu.func @pa_f16_d128_h8_mma_partition({{.*}}, %{{.*}}: i32, %{{.*}}: i32, %{{[^:]*}}: i32) workgroup(%[[SMEM:.*]] : memref<6080xf32, #gpu.address_space<workgroup>>) kernel
 // The query, staged once: 16-byte loads to workgroup memory, one barrier.
 // CHECK: vector.load %arg0[%{{.*}}] {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>
 // CHECK: vector.store %{{.*}}, %[[SMEM]][%{{.*}}] {alignment = 16 : i64} : memref<6080xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK: gpu.barrier
-// Several query tokens packed in the tile run every step masked (the
-// first loop); one token per sequence runs the split loops below.
-// CHECK: scf.if %{{.*}} -> (f32, f32,
-// CHECK: arith.subi
-// CHECK: arith.ceildivui
-// CHECK: scf.for
-// CHECK: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
-// CHECK: } else {
+// The whole steps first, unmasked: with several query tokens packed in
+// the tile, those that every packed token attends to.
 // The state: m and l of the lane's 2 heads, 4 accumulators x 8 m16 blocks.
 // CHECK: scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
 // One block-table entry, then every load of the step: 8 key chunks of 16
@@ -74,25 +68,26 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // P . V: one mma per m16 block of dims.
 // CHECK-COUNT-8: nvvm.mma.sync
 // CHECK: scf.yield
-// The partial steps (the window's first, the range's last) run in a second
-// loop of up to two trips, from [head ? 0 : 1] to [tail ? 2 : 1], masked:
-// scores outside the range are -inf and their values zeros.
-// CHECK: %[[FROM:.*]] = arith.select %{{.*}}, %c0{{.*}}, %c1{{.*}} : index
-// CHECK: %[[TO:.*]] = arith.select %{{.*}}, %c2{{.*}}, %c1{{.*}} : index
-// CHECK: scf.for %{{.*}} = %[[FROM]] to %[[TO]] step %{{.*}} iter_args(
-// CHECK: arith.cmpi uge
+// The partial steps (the window's first, the range's last and, with packed
+// query tokens, those only some of them attend: at most two before the
+// whole steps and two after) go on with the warps' turns in a second loop
+// over k (i32), masked: each slot's scores outside its own range (step-
+// relative i32 offsets, built before the loop) are -inf, values outside
+// the program's range zeros.
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4_i32{{.*}} iter_args(
+// CHECK: arith.cmpi ult, %{{.*}}, %{{.*}} : i32
 // CHECK: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
 // CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : vector<4xi1>, vector<4xf16>
 // CHECK: gpu.barrier
-// CHECK: gpu.func @pa_f16_d128_b16_h8_mma_onepass
-// CHECK: gpu.func @pa_f16_d128_b16_h8_mma_reduce
+// CHECK: gpu.func @pa_f16_d128_h8_mma_onepass
+// CHECK: gpu.func @pa_f16_d128_h8_mma_reduce
 
 // -----
 
 // bf16, block size 8: a step spans two blocks (two block-table entries),
 // and the mma operands are i32 words.
 // CHECK-LABEL: func.func @bf16_block8
-// CHECK: gpu.func @pa_bf16_d64_b8_h8_mma_partition
+// CHECK: gpu.func @pa_bf16_d64_h8_mma_partition
 // CHECK: scf.for
 // CHECK: memref.load %arg3
 // CHECK: memref.load %arg3
@@ -117,8 +112,8 @@ func.func @bf16_block8(%q: memref<?x8x64xbf16>, %kc: memref<?x2x8x8x8xbf16>,
 // A group of 12 (head size 128): tile 16, two n8 blocks of heads, so twice
 // the score and P . V products per step on the same loads.
 // CHECK-LABEL: func.func @group12
-// CHECK: gpu.launch_func @pa_f16_d128_b16_h16_mma::@pa_f16_d128_b16_h16_mma_partition
-// CHECK: gpu.func @pa_f16_d128_b16_h16_mma_partition
+// CHECK: gpu.launch_func @pa_f16_d128_h16_mma::@pa_f16_d128_h16_mma_partition
+// CHECK: gpu.func @pa_f16_d128_h16_mma_partition
 // CHECK: scf.for
 // CHECK-COUNT-8: vector.load %arg1
 // CHECK-COUNT-16: nvvm.mma.sync
@@ -127,7 +122,7 @@ func.func @bf16_block8(%q: memref<?x8x64xbf16>, %kc: memref<?x2x8x8x8xbf16>,
 // CHECK: scf.yield
 // kernel=simt keeps the CUDA-core kernel (tile 4, 3 programs per KV head).
 // SIMT-LABEL: func.func @group12
-// SIMT: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_partition
+// SIMT: gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_partition
 func.func @group12(%q: memref<?x24x128xf16>, %kc: memref<?x2x16x16x8xf16>,
     %vc: memref<?x2x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
     %out: memref<?x24x128xf16>, %es: memref<?x24x?xf32>, %ml: memref<?x24x?xf32>,
@@ -145,7 +140,7 @@ func.func @group12(%q: memref<?x24x128xf16>, %kc: memref<?x2x16x16x8xf16>,
 
 // f32 caches stay on CUDA cores on every chip.
 // CHECK-LABEL: func.func @f32_cache
-// CHECK: gpu.launch_func @pa_f32_d64_b16_h8::@pa_f32_d64_b16_h8_partition
+// CHECK: gpu.launch_func @pa_f32_d64_h8::@pa_f32_d64_h8_partition
 // CHECK-NOT: nvvm.mma.sync
 func.func @f32_cache(%q: memref<?x8x64xf32>, %kc: memref<?x1x16x16x4xf32>,
     %vc: memref<?x1x64x16xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
@@ -168,23 +163,23 @@ func.func @f32_cache(%q: memref<?x8x64xf32>, %kc: memref<?x1x16x16x4xf32>,
 // (a tanh built from ex2 and one division) applies only when it is > 0, and
 // the ALiBi bias slope * (token - seq_len + 1) is added after the cap.
 // CHECK-LABEL: func.func @alibi_window_softcap
-// CHECK: gpu.launch_func @pa_f16_d128_b16_h8_ext_mma::@pa_f16_d128_b16_h8_ext_mma_partition
-// CHECK-SAME: %[[SLOPES:[^ ]*]] : memref<1099511627776xf32>, %c1_i32 : i32, %c1024_i32 : i32, %{{.*}} : f32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32)
-// CHECK: gpu.module @pa_f16_d128_b16_h8_ext_mma attributes {paged_attn.variant = {{{.*}}ext_logits = true, {{.*}}heads_per_program = 8 : i64
-// CHECK: gpu.func @pa_f16_d128_b16_h8_ext_mma_partition({{.*}}, %[[GROUP:[^:]*]]: i32, %[[A:[^:]*]]: memref<1099511627776xf32>, %[[HAS:[^:]*]]: i32, %[[W:[^:]*]]: i32, %[[CAP:[^:]*]]: f32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32) workgroup
+// CHECK: gpu.launch_func @pa_f16_d128_h8_ext_mma::@pa_f16_d128_h8_ext_mma_partition
+// CHECK-SAME: %[[SLOPES:[^ ]*]] : memref<1099511627776xf32>, %c1_i32 : i32, %c1024_i32 : i32, %{{.*}} : f32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32)
+// CHECK: gpu.module @pa_f16_d128_h8_ext_mma attributes {paged_attn.variant = {{{.*}}ext_logits = true, {{.*}}heads_per_program = 8 : i64
+// CHECK: gpu.func @pa_f16_d128_h8_ext_mma_partition({{.*}}, %[[GROUP:[^:]*]]: i32, %[[A:[^:]*]]: memref<1099511627776xf32>, %[[HAS:[^:]*]]: i32, %[[W:[^:]*]]: i32, %[[CAP:[^:]*]]: f32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32) workgroup
 // CHECK: %[[CAPON:.*]] = arith.cmpf ogt, %[[CAP]], %{{.*}} : f32
 // CHECK: arith.index_cast %[[W]] : i32 to index
 // CHECK: %[[USE:.*]] = arith.cmpi ne, %[[HAS]], %{{.*}} : i32
 // CHECK-NEXT: %[[SLOPE:.*]] = scf.if %[[USE]] -> (f32) {
 // CHECK-NEXT: memref.load %[[A]][%{{.*}}] : memref<1099511627776xf32>
-// The first loop runs every step masked (packed query tokens): each of the
-// lane's slots (two here) gets its position offset, slope x (seq_len - its
-// context), added after the bias.
-// CHECK: nvvm.mma.sync
+// Each of the lane's slots (two here) gets its position offset, slope x
+// (seq_len - its context: 0 with one token per program, else that of its
+// packed token), once before the steps; every step adds it after the bias.
 // CHECK: %[[DELTA:.*]] = arith.sitofp %{{.*}} : i32 to f32
 // CHECK-NEXT: %[[OFS:.*]] = arith.mulf %[[SLOPE]], %[[DELTA]] : f32
 // CHECK: arith.sitofp
 // CHECK-NEXT: arith.mulf
+// CHECK: nvvm.mma.sync
 // CHECK: %[[POS:.*]] = arith.sitofp %{{.*}} : i32 to f32
 // CHECK: %[[CAPPED:.*]]:4 = scf.if %[[CAPON]] -> (f32, f32, f32, f32) {
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
@@ -196,7 +191,7 @@ func.func @f32_cache(%q: memref<?x8x64xf32>, %kc: memref<?x1x16x16x4xf32>,
 // The SIMT kernel (tile 4) takes the same parameters and applies the same
 // terms.
 // SIMT-LABEL: func.func @alibi_window_softcap
-// SIMT: gpu.func @pa_f16_d128_b16_h4_ext_partition({{.*}}, %[[A:[^:]*]]: memref<1099511627776xf32>, %[[HAS:[^:]*]]: i32, %[[W:[^:]*]]: i32, %[[CAP:[^:]*]]: f32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32) workgroup
+// SIMT: gpu.func @pa_f16_d128_h4_ext_partition({{.*}}, %[[A:[^:]*]]: memref<1099511627776xf32>, %[[HAS:[^:]*]]: i32, %[[W:[^:]*]]: i32, %[[CAP:[^:]*]]: f32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32) workgroup
 // SIMT: %[[CAPON:.*]] = arith.cmpf ogt, %[[CAP]], %{{.*}} : f32
 // SIMT: %[[USE:.*]] = arith.cmpi ne, %[[HAS]], %{{.*}} : i32
 // SIMT-NEXT: scf.if %[[USE]] -> (f32) {

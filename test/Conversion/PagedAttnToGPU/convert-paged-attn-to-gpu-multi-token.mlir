@@ -14,26 +14,30 @@
 // CHECK: %[[QSLF:.*]] = memref.reinterpret_cast %[[QSL]]
 // CHECK: scf.if
 // CHECK: %[[X1:.*]] = arith.muli %{{.*}}, %[[QLEN]] : index
-// CHECK: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_onepass blocks in (%[[X1]], %{{.*}}, %[[SEQS]])
-// CHECK-SAME: %[[QSLF]] : memref<1099511627776xi32>, %[[QLEN32]] : i32)
+// CHECK: gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_onepass blocks in (%[[X1]], %{{.*}}, %[[SEQS]])
+// CHECK-SAME: %[[QSLF]] : memref<1099511627776xi32>, %[[QLEN32]] : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>)
 // CHECK: } else {
 // CHECK: %[[X:.*]] = arith.muli %[[PARTS]], %[[QLEN]] : index
-// CHECK: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_partition blocks in (%[[X]], %{{.*}}, %[[SEQS]])
-// CHECK-SAME: %[[QSLF]] : memref<1099511627776xi32>, %[[QLEN32]] : i32)
+// CHECK: gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_partition blocks in (%[[X]], %{{.*}}, %[[SEQS]])
+// CHECK-SAME: %[[QSLF]] : memref<1099511627776xi32>, %[[QLEN32]] : i32, %{{[^ ]*}} : i32)
 // CHECK: %[[RX:.*]] = arith.ceildivui %c32, %{{.*}}
 // CHECK: %[[RXQ:.*]] = arith.muli %[[RX]], %[[QLEN]] : index
-// CHECK: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_reduce blocks in (%[[RXQ]], %[[SEQS]],
-// CHECK-SAME: %[[QSLF]] : memref<1099511627776xi32>, %[[QLEN32]] : i32)
+// CHECK: gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_reduce blocks in (%[[RXQ]], %[[SEQS]],
+// CHECK-SAME: %[[QSLF]] : memref<1099511627776xi32>, %[[QLEN32]] : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>)
 
 // The partition kernel: grid x = partition * slots + j; the sequence's rows
 // from query_start_loc (read only when max_query_len is nonzero); token j
 // attends to seq_lens[s] - q_len + j + 1 tokens; programs with j >= q_len
 // do nothing.
-// CHECK: gpu.func @pa_f16_d128_b16_h4_partition({{.*}}, %[[SLK:arg4]]: memref<1099511627776xi32>, {{.*}}, %[[QSLK:[^:]*]]: memref<1099511627776xi32>, %[[MQL:[^:]*]]: i32) workgroup
+// CHECK: gpu.func @pa_f16_d128_h4_partition({{.*}}, %[[SLK:arg4]]: memref<1099511627776xi32>, {{.*}}, %[[QSLK:[^:]*]]: memref<1099511627776xi32>, %[[MQL:[^:]*]]: i32, %{{[^:]*}}: i32) workgroup
 // CHECK: %[[SEQ:.*]] = gpu.block_id z
 // CHECK: %[[BX:.*]] = gpu.block_id x
 // CHECK: %[[LEN:.*]] = memref.load %[[SLK]][%[[SEQ]]]
+// A seq_len outside [0, max_blocks_per_seq * block_size] counts as 0 tokens
+// (negative ones are huge unsigned: one compare).
 // CHECK-NEXT: %[[LENI:.*]] = arith.index_cast %[[LEN]] : i32 to index
+// CHECK: %[[LBAD:.*]] = arith.cmpi ugt, %[[LENI]], %{{.*}} : index
+// CHECK: %[[LSAFE:.*]] = arith.select %[[LBAD]], %c0{{.*}}, %[[LENI]] : index
 // CHECK: %[[SLOTS:.*]] = arith.maxui %{{.*}}, %c1{{.*}} : index
 // CHECK: %[[MULTI:.*]] = arith.cmpi ne, %[[MQL]], %c0_i32 : i32
 // CHECK: %[[R:.*]]:2 = scf.if %[[MULTI]] -> (index, index) {
@@ -51,9 +55,9 @@
 // CHECK: %[[END:.*]] = arith.minsi %{{.*}}, %[[R]]#1 : index
 // CHECK: %[[LAST:.*]] = arith.subi %[[END]], %c1{{.*}} : index
 // CHECK: %[[L1:.*]] = arith.addi %[[LAST]], %c1{{.*}} : index
-// CHECK: %[[D:.*]] = arith.subi %[[LENI]], %[[R]]#1 : index
+// CHECK: %[[D:.*]] = arith.subi %[[LSAFE]], %[[R]]#1 : index
 // CHECK: %[[P1:.*]] = arith.addi %[[D]], %[[L1]] : index
-// CHECK: %[[CTX:.*]] = arith.maxsi %[[P1]], %c0 : index
+// CHECK: %[[CTX:.*]] = arith.maxsi %[[P1]], %c0{{.*}} : index
 // CHECK: scf.if %[[LIVE]] {
 // The block table row is the sequence's, the query row the token's.
 // CHECK: arith.muli %[[SEQ]], %{{.*}} : index
@@ -63,7 +67,7 @@
 // The reduce kernel finds its row the same way; a program past its
 // sequence's tokens stores nothing (its heads are not valid) and walks no
 // partition (its context length is 0).
-// CHECK: gpu.func @pa_f16_d128_b16_h4_reduce({{.*}}, %[[RQSL:[^:]*]]: memref<1099511627776xi32>, %[[RMQL:[^:]*]]: i32) workgroup
+// CHECK: gpu.func @pa_f16_d128_h4_reduce({{.*}}, %[[RQSL:[^:]*]]: memref<1099511627776xi32>, %[[RMQL:[^:]*]]: i32, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>) workgroup
 // CHECK: %[[RSEQ:.*]] = gpu.block_id y
 // CHECK: arith.cmpi ne, %[[RMQL]], %c0_i32 : i32
 // CHECK: memref.load %[[RQSL]][%[[RSEQ]]]
@@ -76,15 +80,17 @@
 
 // The tensor-core tile packs max(8 / group, 1) tokens of a sequence (group
 // 4: two tokens' heads in the 8-row tile): the grid launches
-// ceil(max_query_len / 2) packs, the kernel derives the same count, and a
-// packed program runs every step masked against each slot's own range.
+// ceil(max_query_len / 2) packs, the kernel derives the same count. A
+// packed program runs unmasked the whole steps every packed token attends
+// to (from the last token's window start to the first token's context),
+// then masked the rest, each slot against its own range (i32 offsets).
 // MMA-LABEL: func.func @spec
 // MMA: } else {
 // MMA: %[[PACKS:.*]] = arith.ceildivui %{{.*}}, %c2{{.*}} : index
 // MMA: %[[PX:.*]] = arith.muli %{{.*}}, %[[PACKS]] : index
-// MMA: gpu.launch_func @pa_f16_d128_b16_h8_mma::@pa_f16_d128_b16_h8_mma_partition blocks in (%[[PX]],
-// MMA: gpu.module @pa_f16_d128_b16_h8_mma attributes {paged_attn.variant = {{{.*}}query_packs = "ceil(query_slots/max(1,heads_per_program/group_size))"
-// MMA: gpu.func @pa_f16_d128_b16_h8_mma_partition({{.*}}, %[[QSLK:[^:]*]]: memref<1099511627776xi32>, %[[MQL:[^:]*]]: i32) workgroup
+// MMA: gpu.launch_func @pa_f16_d128_h8_mma::@pa_f16_d128_h8_mma_partition blocks in (%[[PX]],
+// MMA: gpu.module @pa_f16_d128_h8_mma attributes {paged_attn.variant = {{{.*}}query_packs = "ceil(query_slots/max(1,heads_per_program/group_size))"
+// MMA: gpu.func @pa_f16_d128_h8_mma_partition({{.*}}, %[[QSLK:[^:]*]]: memref<1099511627776xi32>, %[[MQL:[^:]*]]: i32, %{{[^:]*}}: i32) workgroup
 // MMA: %[[FIT0:.*]] = arith.divui %c8, %{{.*}} : index
 // MMA: %[[FIT:.*]] = arith.maxui %[[FIT0]], %c1{{.*}} : index
 // MMA: %[[P:.*]] = arith.select %{{.*}}, %[[FIT]], %c1{{.*}} : index
@@ -95,13 +101,15 @@
 // MMA: %[[J0:.*]] = arith.muli %[[PK]], %[[P]] : index
 // MMA: %[[LIVE:.*]] = arith.cmpi slt, %[[J0]]
 // MMA: scf.if %[[LIVE]] {
-// MMA: scf.if %{{.*}} -> (f32, f32,
-// MMA: arith.subi
-// MMA: arith.ceildivui
+// MMA: %[[FIRSTCTX:.*]] = arith.maxsi
+// MMA: arith.minui %{{.*}}, %[[FIRSTCTX]] : index
 // MMA: scf.for
 // MMA: nvvm.mma.sync
+// MMA: scf.yield
+// MMA: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4_i32{{.*}} iter_args(
+// MMA: nvvm.mma.sync
+// MMA: arith.cmpi ult, %{{.*}}, %{{.*}} : i32
 // MMA: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
-// MMA: } else {
 func.func @spec(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
     %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
     %qsl: memref<?xi32>, %qlen: index, %max: index,
@@ -123,8 +131,8 @@ func.func @spec(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // kernels get max_query_len 0: one query token per sequence.
 // CHECK-LABEL: func.func @one_token
 // CHECK-NOT: arith.muli
-// CHECK: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_partition blocks in (%{{[^,]*}}, %{{[^,]*}}, %{{[^)]*}})
-// CHECK-SAME: %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32)
+// CHECK: gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_partition blocks in (%{{[^,]*}}, %{{[^,]*}}, %{{[^)]*}})
+// CHECK-SAME: %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32)
 func.func @one_token(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
     %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
     %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>,

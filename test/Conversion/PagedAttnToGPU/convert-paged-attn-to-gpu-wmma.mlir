@@ -8,10 +8,10 @@
 // steps, K and V staged through each warp's workgroup memory.
 
 // CHECK-LABEL: func.func @gqa
-// CHECK: gpu.launch_func @pa_f16_d128_b16_h8_wmma::@pa_f16_d128_b16_h8_wmma_partition
-// SIMT: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_partition
+// CHECK: gpu.launch_func @pa_f16_d128_h8_wmma::@pa_f16_d128_h8_wmma_partition
+// SIMT: gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_partition
 // kernel=wmma also builds it for newer chips (wmma is portable).
-// SM90: gpu.launch_func @pa_f16_d128_b16_h8_wmma::@pa_f16_d128_b16_h8_wmma_partition
+// SM90: gpu.launch_func @pa_f16_d128_h8_wmma::@pa_f16_d128_h8_wmma_partition
 func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
     %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
     %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>,
@@ -30,11 +30,11 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // matrix over it at stride 40, P 8 x 16 f16 after that: 10240 bytes each),
 // then the query (16 x 144 f16). Every row pitch is 32 or 96 bytes modulo
 // 128 (288, 32, 96, 160).
-// CHECK: gpu.module @pa_f16_d128_b16_h8_wmma attributes {paged_attn.variant = {{{.*}}heads_per_program = 8 : i64, {{.*}}shared_bytes = 45568 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+// CHECK: gpu.module @pa_f16_d128_h8_wmma attributes {paged_attn.variant = {{{.*}}heads_per_program = 8 : i64, {{.*}}shared_bytes = 45568 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
 // Two warps a program: two step areas, and twice the programs per SM for
 // the same warps per SM (the register cap of the 4-warp plan).
-// W2: gpu.func @pa_f16_d128_b16_h8_w2_wmma_partition({{.*}}) workgroup(%{{.*}} : memref<25088xi8, #gpu.address_space<workgroup>> {llvm.align = 32 : i64}) kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.minctasm = 4 : i32}
-// CHECK: gpu.func @pa_f16_d128_b16_h8_wmma_partition({{.*}}) workgroup(%[[BUF:.*]] : memref<45568xi8, #gpu.address_space<workgroup>> {llvm.align = 32 : i64}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 2 : i32}
+// W2: gpu.func @pa_f16_d128_h8_w2_wmma_partition({{.*}}) workgroup(%{{.*}} : memref<25088xi8, #gpu.address_space<workgroup>> {llvm.align = 32 : i64}) kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.minctasm = 4 : i32}
+// CHECK: gpu.func @pa_f16_d128_h8_wmma_partition({{.*}}) workgroup(%[[BUF:.*]] : memref<45568xi8, #gpu.address_space<workgroup>> {llvm.align = 32 : i64}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 2 : i32}
 // CHECK: %[[F32:.*]] = memref.view %[[BUF]][%{{.*}}][] : memref<45568xi8, #gpu.address_space<workgroup>> to memref<11392xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[F16:.*]] = memref.view %[[BUF]][%{{.*}}][] : memref<45568xi8, #gpu.address_space<workgroup>> to memref<22784xf16, #gpu.address_space<workgroup>>
 // The first step's loads are issued before the query is staged (one
@@ -86,15 +86,15 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // The warps' state to the epilogue layout, which overlays the step areas.
 // CHECK: gpu.barrier
 // CHECK-COUNT-4: gpu.subgroup_mma_store_matrix %{{.*}}, %[[F32]][%{{.*}}] {leadDimension = 128 : index} : !gpu.mma_matrix<8x32xf32, "COp">
-// CHECK: gpu.func @pa_f16_d128_b16_h8_wmma_onepass
-// CHECK: gpu.func @pa_f16_d128_b16_h8_wmma_reduce
+// CHECK: gpu.func @pa_f16_d128_h8_wmma_onepass
+// CHECK: gpu.func @pa_f16_d128_h8_wmma_reduce
 
 // -----
 
 // MHA keeps the SIMT kernel (a tile of 1); so do bf16 (no bf16 tensor
 // cores before sm_80) and head sizes that are not a multiple of 32.
 // CHECK-LABEL: func.func @mha
-// CHECK: gpu.launch_func @pa_f16_d128_b16_h1::@pa_f16_d128_b16_h1_partition
+// CHECK: gpu.launch_func @pa_f16_d128_h1::@pa_f16_d128_h1_partition
 // CHECK-NOT: subgroup_mma
 func.func @mha(%q: memref<?x8x128xf16>, %kc: memref<?x8x16x16x8xf16>,
     %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
@@ -114,9 +114,9 @@ func.func @mha(%q: memref<?x8x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // Head size 64 (group 8), block size 8: planned for 3 programs per SM; a
 // 16-token step spans two blocks. kernel=wmma builds the same on sm_90.
 // CHECK-LABEL: func.func @d64_block8
-// CHECK: gpu.launch_func @pa_f16_d64_b8_h8_wmma::@pa_f16_d64_b8_h8_wmma_partition
+// CHECK: gpu.launch_func @pa_f16_d64_h8_wmma::@pa_f16_d64_h8_wmma_partition
 // SM90-LABEL: func.func @d64_block8
-// SM90: gpu.func @pa_f16_d64_b8_h8_wmma_partition({{.*}}) workgroup(%{{.*}} : memref<27136xi8, #gpu.address_space<workgroup>> {llvm.align = 32 : i64}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 3 : i32}
+// SM90: gpu.func @pa_f16_d64_h8_wmma_partition({{.*}}) workgroup(%{{.*}} : memref<27136xi8, #gpu.address_space<workgroup>> {llvm.align = 32 : i64}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 3 : i32}
 // SM90-COUNT-2: memref.load %arg3
 // SM90-COUNT-4: vector.load %arg1
 // SM90-COUNT-4: vector.load %arg2

@@ -11,16 +11,16 @@
 // CHECK: %[[SCALE:.*]] = arith.constant 0.0883883461 : f32
 // CHECK: %[[ONE:.*]] = arith.cmpi ule, %[[PARTS]], %{{.*}}
 // CHECK: scf.if %[[ONE]] {
-// CHECK:   gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_onepass blocks in (%{{.*}}, %[[KV:.*]], %[[SEQS]]) threads in (%[[T128:.*]], %{{.*}}, %{{.*}}) args(%[[QF]] : memref<1099511627776xf16>, {{.*}}, %[[SCALE]] : f32,
+// CHECK:   gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_onepass blocks in (%{{.*}}, %[[KV:.*]], %[[SEQS]]) threads in (%[[T128:.*]], %{{.*}}, %{{.*}}) args(%[[QF]] : memref<1099511627776xf16>, {{.*}}, %[[SCALE]] : f32,
 // CHECK: } else {
-// CHECK:   gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_partition blocks in (%[[PARTS]], %{{.*}}, %[[SEQS]]) threads in
+// CHECK:   gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_partition blocks in (%[[PARTS]], %{{.*}}, %[[SEQS]]) threads in
 // Reduce: ceil(4 / ceil(parts / 8)) heads per program, over 32 heads; its
 // last argument is the launched partition count.
 // CHECK:   %[[P8:.*]] = arith.ceildivui %[[PARTS]], %c8
 // CHECK:   %[[RH:.*]] = arith.ceildivui %c4, %[[P8]]
 // CHECK:   %[[HEADS:.*]] = arith.constant 32 : index
 // CHECK:   %[[RX:.*]] = arith.ceildivui %[[HEADS]], %[[RH]]
-// CHECK:   gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_reduce blocks in (%[[RX]], %[[SEQS]], %{{.*}}) threads in (%{{.*}}) args({{.*}}, %[[PI32:[^ ]*]] : i32, %{{[^ ]*}} : memref<1099511627776xf32>, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %{{[^ ]*}} : i32)
+// CHECK:   gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_reduce blocks in (%[[RX]], %[[SEQS]], %{{.*}}) threads in (%{{.*}}) args({{.*}}, %[[PI32:[^ ]*]] : i32, %{{[^ ]*}} : memref<1099511627776xf32>, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %{{[^ ]*}} : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>)
 // CHECK: }
 func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
     %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %max: index,
@@ -36,7 +36,7 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 }
 
 // The variant module: the key, three kernels, bare-pointer flat parameters.
-// CHECK: gpu.module @pa_f16_d128_b16_h4 attributes {paged_attn.variant = {block_size = 16 : i64, cache_dtype = f16, dtype = f16, ext_logits = false, head_size = 128 : i64, heads_per_program = 4 : i64, query_packs = "query_slots", reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))*query_slots", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 9472 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+// CHECK: gpu.module @pa_f16_d128_h4 attributes {paged_attn.variant = {cache_dtype = f16, dtype = f16, ext_logits = false, head_size = 128 : i64, heads_per_program = 4 : i64, query_packs = "query_slots", reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))*query_slots", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 9472 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
 
 // Partition kernel: one program per (partition, kv head x tile, sequence);
 // sentinels for empty partitions; the token loop over warp steps carrying
@@ -44,7 +44,7 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // and 8 head dims of accumulators for each of the 4 heads (34 values).
 // Workgroup memory: the epilogue (2080 words), then a score row of 36 words
 // per lane group (8 groups).
-// CHECK: gpu.func @pa_f16_d128_b16_h4_partition(%{{.*}}: memref<1099511627776xf16>, {{.*}}, %{{.*}}: f32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) workgroup(%[[SMEM:.*]] : memref<2368xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 1 : i32}
+// CHECK: gpu.func @pa_f16_d128_h4_partition(%{{.*}}: memref<1099511627776xf16>, {{.*}}, %{{.*}}: f32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{[^:]*}}: i32) workgroup(%[[SMEM:.*]] : memref<2368xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 1 : i32}
 // CHECK-DAG: gpu.block_id x
 // CHECK-DAG: gpu.block_id y
 // CHECK-DAG: gpu.block_id z
@@ -96,7 +96,7 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK: memref.load %[[SMEM]]
 // CHECK: gpu.return
 
-// CHECK: gpu.func @pa_f16_d128_b16_h4_onepass
+// CHECK: gpu.func @pa_f16_d128_h4_onepass
 // CHECK: gpu.barrier
 // CHECK: arith.truncf %{{.*}} : f32 to f16
 
@@ -108,7 +108,7 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // memory (a head of one warp skips both workgroup merges) and only a slot
 // with a real head stores. Both walks start at the
 // sliding window's first partition (%[[RW]]).
-// CHECK: gpu.func @pa_f16_d128_b16_h4_reduce(%{{.*}}: memref<1099511627776xi32>, %{{.*}}: memref<1099511627776xf16>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[RW:[^:]*]]: i32, %[[NP:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xf32>, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32) workgroup(%[[RS:.*]] : memref<520xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// CHECK: gpu.func @pa_f16_d128_h4_reduce(%{{.*}}: memref<1099511627776xi32>, %{{.*}}: memref<1099511627776xi32>, %{{.*}}: memref<1099511627776xf16>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[RW:[^:]*]]: i32, %[[NP:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xf32>, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>) workgroup(%[[RS:.*]] : memref<520xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: %[[LANE:.*]] = arith.remui %[[TID]], %c32
 // CHECK: %[[WARP:.*]] = arith.divui %[[TID]], %c32
@@ -171,7 +171,7 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK-LABEL: func.func @fixed_grid
 // CHECK: %[[P:.*]] = memref.dim %{{.*}}, %c2 : memref<?x32x?xf32>
 // CHECK-NOT: ceildivui
-// CHECK: gpu.launch_func @pa_bf16_d64_b32_h1::@pa_bf16_d64_b32_h1_partition blocks in (%[[P]],
+// CHECK: gpu.launch_func @pa_bf16_d64_h1::@pa_bf16_d64_h1_partition blocks in (%[[P]],
 func.func @fixed_grid(%q: memref<?x32x64xbf16>, %kc: memref<?x32x8x32x8xbf16>,
     %vc: memref<?x32x64x32xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
     %out: memref<?x32x64xbf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>,
@@ -185,7 +185,7 @@ func.func @fixed_grid(%q: memref<?x32x64xbf16>, %kc: memref<?x32x8x32x8xbf16>,
   return
 }
 // bf16 is widened by a shift, not a conversion.
-// CHECK: gpu.func @pa_bf16_d64_b32_h1_partition
+// CHECK: gpu.func @pa_bf16_d64_h1_partition
 // CHECK: arith.bitcast %{{.*}} : vector<8xbf16> to vector<8xi16>
 // CHECK: arith.shli
 
@@ -196,7 +196,7 @@ func.func @fixed_grid(%q: memref<?x32x64xbf16>, %kc: memref<?x32x8x32x8xbf16>,
 
 // CHECK-LABEL: func.func @one_pass_only
 // CHECK-NOT: scf.if
-// CHECK: gpu.launch_func @pa_f32_d128_b8_h8::@pa_f32_d128_b8_h8_onepass blocks in (%{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: gpu.launch_func @pa_f32_d128_h8::@pa_f32_d128_h8_onepass blocks in (%{{.*}}, %{{.*}}, %{{.*}})
 // CHECK-NOT: _partition blocks
 // CHECK: return
 func.func @one_pass_only(%q: memref<4x12x128xf32>, %kc: memref<64x2x32x8x4xf32>,
@@ -219,10 +219,10 @@ func.func @one_pass_only(%q: memref<4x12x128xf32>, %kc: memref<64x2x32x8x4xf32>,
 // a partition that ends at or before it leaves the sentinels like one past
 // the sequence's end, and the step loop starts at the window's step.
 // CHECK-LABEL: func.func @sliding_window
-// CHECK: gpu.launch_func @pa_f16_d128_b16_h4::@pa_f16_d128_b16_h4_partition
-// CHECK-SAME: %c1024_i32 : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32)
-// CHECK: gpu.module @pa_f16_d128_b16_h4 attributes {paged_attn.variant = {{{.*}}ext_logits = false,
-// CHECK: gpu.func @pa_f16_d128_b16_h4_partition({{.*}}, %[[W:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32) workgroup
+// CHECK: gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_partition
+// CHECK-SAME: %c1024_i32 : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32)
+// CHECK: gpu.module @pa_f16_d128_h4 attributes {paged_attn.variant = {{{.*}}ext_logits = false,
+// CHECK: gpu.func @pa_f16_d128_h4_partition({{.*}}, %[[W:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32) workgroup
 // CHECK: %[[SL:.*]] = memref.load %{{.*}}[%block_id_z] : memref<1099511627776xi32>
 // CHECK-NEXT: arith.index_cast %[[SL]] : i32 to index
 // The row's context (one query token per sequence: seq_lens[s]), at least 0.

@@ -11,14 +11,14 @@
 // The GQA tile and the warps per program are pass options: group 8 served by
 // four programs of 2 heads per KV head, 256 threads each.
 // (The printer names index constants after their value: %c16, %c256.)
-// CHECK: gpu.launch_func @pa_f16_d64_b16_h2_w8::@pa_f16_d64_b16_h2_w8_partition blocks in (%{{.*}}, %c16, %{{.*}}) threads in (%c256, %{{.*}}, %{{.*}})
-// CHECK: gpu.func @pa_f16_d64_b16_h2_w8_partition({{.*}}) workgroup(%{{.*}} : memref<1696xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>, nvvm.minctasm = 1 : i32}
+// CHECK: gpu.launch_func @pa_f16_d64_h2_w8::@pa_f16_d64_h2_w8_partition blocks in (%{{.*}}, %c16, %{{.*}}) threads in (%c256, %{{.*}}, %{{.*}})
+// CHECK: gpu.func @pa_f16_d64_h2_w8_partition({{.*}}) workgroup(%{{.*}} : memref<1696xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>, nvvm.minctasm = 1 : i32}
 
 // simt-piece-bytes=8: a lane loads a token's key 8 bytes at a time (d64:
 // 16 lanes per token, 2 lane groups), the value rows still 16 bytes (8
 // tokens per group), so a warp step is 16 tokens.
 // PIECE8: token_step = 16
-// PIECE8-LABEL: gpu.func @pa_f16_d64_b16_h4_partition
+// PIECE8-LABEL: gpu.func @pa_f16_d64_h4_partition
 // PIECE8-NOT: vector<8xf16>
 // PIECE8: vector.load {{.*}} {alignment = 8 : i64} : memref<{{[0-9]+}}xf16>, vector<4xf16>
 // PIECE8: vector.load {{.*}} {alignment = 16 : i64} : memref<{{[0-9]+}}xf16>, vector<8xf16>

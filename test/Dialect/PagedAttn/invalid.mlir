@@ -173,10 +173,20 @@ func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x?x16x16x8xf16>, %vc: memref
 
 // -----
 
-// block_size is static.
-func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x?x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>) {
-  // expected-error @+1 {{key_cache dim 3 (block_size) must be static: the kernels specialize on it}}
-  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x?x8xf16>, memref<?x8x128x16xf16>, memref<?x?xi32>, memref<?xi32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32}
+// A static block_size must be a power of two in [8, 128] (a dynamic one is
+// the runtime's to check): 48 is not.
+func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x48x8xf16>, %vc: memref<?x8x128x?xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>) {
+  // expected-error @+1 {{block_size 48 is not supported; supported: 8, 16, 32, 64, 128}}
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x48x8xf16>, memref<?x8x128x?xf16>, memref<?x?xi32>, memref<?xi32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32}
+  return
+}
+
+// -----
+
+// Blocks below 8 tokens (a 16-byte value chunk of f16) are not supported.
+func.func @f(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x4x8xf16>, %vc: memref<?x8x128x4xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>, %tmp: memref<?x32x?x128xf32>) {
+  // expected-error @+1 {{block_size 4 is not supported; supported: 8, 16, 32, 64, 128}}
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x32x128xf16>, memref<?x8x16x4x8xf16>, memref<?x8x128x4xf16>, memref<?x?xi32>, memref<?xi32>) outs(%out : memref<?x32x128xf16>) workspace(%es, %ml, %tmp : memref<?x32x?xf32>, memref<?x32x?xf32>, memref<?x32x?x128xf32>) {scale = 0.0883883461 : f32}
   return
 }
 

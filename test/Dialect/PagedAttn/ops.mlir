@@ -51,6 +51,37 @@ func.func @memref_form(%q: memref<?x32x256xf32>, %kc: memref<?x8x64x8x4xf32>,
   return
 }
 
+// The block size may be dynamic (the kernels take it at run time), in one
+// cache or both.
+// CHECK-LABEL: func.func @dynamic_block_size
+// CHECK: paged_attn.decode_v2 ins(%{{.*}} : memref<?x8x128xf16>, memref<?x8x16x?x8xf16>, memref<?x8x128x?xf16>, memref<?x?xi32>, memref<?xi32>) outs(%{{.*}} : memref<?x8x128xf16>)
+// CHECK-LABEL: func.func @dynamic_block_size_one_cache
+// CHECK: paged_attn.decode_v2 ins(%{{.*}} : memref<?x8x128xf16>, memref<?x8x16x64x8xf16>, memref<?x8x128x?xf16>, memref<?x?xi32>, memref<?xi32>)
+func.func @dynamic_block_size(%q: memref<?x8x128xf16>, %kc: memref<?x8x16x?x8xf16>,
+    %vc: memref<?x8x128x?xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
+    %out: memref<?x8x128xf16>, %es: memref<?x8x?xf32>, %ml: memref<?x8x?xf32>,
+    %tmp: memref<?x8x?x128xf32>) {
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl
+      : memref<?x8x128xf16>, memref<?x8x16x?x8xf16>, memref<?x8x128x?xf16>,
+        memref<?x?xi32>, memref<?xi32>)
+      outs(%out : memref<?x8x128xf16>)
+      workspace(%es, %ml, %tmp : memref<?x8x?xf32>, memref<?x8x?xf32>, memref<?x8x?x128xf32>)
+      {scale = 0.0625 : f32}
+  return
+}
+func.func @dynamic_block_size_one_cache(%q: memref<?x8x128xf16>, %kc: memref<?x8x16x64x8xf16>,
+    %vc: memref<?x8x128x?xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
+    %out: memref<?x8x128xf16>, %es: memref<?x8x?xf32>, %ml: memref<?x8x?xf32>,
+    %tmp: memref<?x8x?x128xf32>) {
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl
+      : memref<?x8x128xf16>, memref<?x8x16x64x8xf16>, memref<?x8x128x?xf16>,
+        memref<?x?xi32>, memref<?xi32>)
+      outs(%out : memref<?x8x128xf16>)
+      workspace(%es, %ml, %tmp : memref<?x8x?xf32>, memref<?x8x?xf32>, memref<?x8x?x128xf32>)
+      {scale = 0.0625 : f32}
+  return
+}
+
 // The optional operands the lowering rejects until implemented still parse,
 // print and verify: ALiBi slopes and an fp8 cache with its scales.
 

@@ -57,6 +57,28 @@ func.func @static_table(%q: tensor<4x8x64xbf16>, %kc: tensor<300x8x8x16x8xbf16>,
 
 // -----
 
+// A static block table with a dynamic block size: P = ceil(64 *
+// dim(key_cache, 3) / 512) at run time.
+
+// CHECK-LABEL: func.func @dynamic_block_size
+// CHECK-SAME: (%{{[^:]*}}: tensor<4x8x64xbf16>, %[[KC:[^:]*]]: tensor<300x8x8x?x8xbf16>
+// CHECK: %[[BS:.*]] = tensor.dim %[[KC]], %c3
+// CHECK: %[[TOK:.*]] = arith.muli %c64, %[[BS]] : index
+// CHECK: %[[P:.*]] = arith.ceildivui %[[TOK]], %c512
+// CHECK: tensor.empty(%[[P]]) : tensor<4x8x?xf32>
+func.func @dynamic_block_size(%q: tensor<4x8x64xbf16>, %kc: tensor<300x8x8x?x8xbf16>,
+    %vc: tensor<300x8x64x?xbf16>, %bt: tensor<4x64xi32>, %sl: tensor<4xi32>,
+    %out: tensor<4x8x64xbf16>) -> tensor<4x8x64xbf16> {
+  %r = paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl
+      : tensor<4x8x64xbf16>, tensor<300x8x8x?x8xbf16>, tensor<300x8x64x?xbf16>,
+        tensor<4x64xi32>, tensor<4xi32>)
+      outs(%out : tensor<4x8x64xbf16>) {scale = 0.125 : f32}
+      -> tensor<4x8x64xbf16>
+  return %r : tensor<4x8x64xbf16>
+}
+
+// -----
+
 // Ops that already have a workspace, and memref-form ops, are left alone.
 
 // CHECK-LABEL: func.func @untouched

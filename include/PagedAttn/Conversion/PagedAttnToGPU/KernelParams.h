@@ -72,14 +72,18 @@ inline constexpr KernelParam kKernelParams[] = {
     {"query",              ParamType::QueryPtr, ParamWhen::Always,    param_roles::P | param_roles::O},
     {"key_cache",          ParamType::CachePtr, ParamWhen::Always,    param_roles::P | param_roles::O},
     {"value_cache",        ParamType::CachePtr, ParamWhen::Always,    param_roles::P | param_roles::O},
-    {"block_tables",       ParamType::I32Ptr,   ParamWhen::Always,    param_roles::P | param_roles::O},
+    {"block_tables",       ParamType::I32Ptr,   ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"seq_lens",           ParamType::I32Ptr,   ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"output",             ParamType::QueryPtr, ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"exp_sums",           ParamType::F32Ptr,   ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"max_logits",         ParamType::F32Ptr,   ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"tmp_output",         ParamType::TmpPtr,   ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"scale",              ParamType::F32,      ParamWhen::Always,    param_roles::P | param_roles::O},
-    {"max_blocks_per_seq", ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O},
+    {"max_blocks_per_seq", ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
+    // Tokens per KV-cache block, a power of two in [8, 128]: run time, so
+    // one bundle serves every block size (docs/kernels.md). The reducer
+    // checks seq_lens against max_blocks_per_seq * block_size.
+    {"block_size",         ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"num_heads",          ParamType::I32,      ParamWhen::Always,    param_roles::R},
     {"max_num_partitions", ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"partition_tokens",   ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
@@ -103,6 +107,13 @@ inline constexpr KernelParam kKernelParams[] = {
     // sequence) and query_start_loc is then never read.
     {"query_start_loc",    ParamType::I32Ptr,   ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"max_query_len",      ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
+    // Bounds (docs/runtime.md, "Bad block tables"): block-table entries
+    // outside [0, num_blocks) are never dereferenced; the kernels that
+    // normalize the softmax (one-pass, reduce) record a bad entry
+    // (or seq_len) in error_word[0..4) = {count, seq, index, value}, a
+    // buffer the runtime owns (the reducer reads block_tables only then).
+    {"num_blocks",         ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
+    {"error_word",         ParamType::I32Ptr,   ParamWhen::Always,    param_roles::O | param_roles::R},
     // clang-format on
 };
 

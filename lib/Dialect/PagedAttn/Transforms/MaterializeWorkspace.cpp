@@ -9,6 +9,7 @@
 #include "PagedAttn/Dialect/PagedAttn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -38,15 +39,20 @@ void materialize(DecodeV2Op op) {
   // (a constant when the table's shape is static).
   OpFoldResult partsFold;
   auto btType = cast<ShapedType>(op.getBlockTables().getType());
-  if (!op.getMaxSeqLen() && !btType.isDynamicDim(1)) {
+  int64_t blockSize = op.getBlockSize();
+  if (!op.getMaxSeqLen() && !btType.isDynamicDim(1) &&
+      !ShapedType::isDynamic(blockSize)) {
     partsFold = b.getIndexAttr(
-        llvm::divideCeil(btType.getDimSize(1) * op.getBlockSize(), part));
+        llvm::divideCeil(btType.getDimSize(1) * blockSize, part));
   } else {
+    auto dimValue = [&](Value shaped, int64_t i) {
+      return getValueOrCreateConstantIndexOp(b, loc,
+                                             dimOf(b, loc, shaped, i));
+    };
     Value tokens = op.getMaxSeqLen();
     if (!tokens)
-      tokens = arith::MulIOp::create(
-          b, loc, tensor::DimOp::create(b, loc, op.getBlockTables(), 1),
-          arith::ConstantIndexOp::create(b, loc, op.getBlockSize()));
+      tokens = arith::MulIOp::create(b, loc, dimValue(op.getBlockTables(), 1),
+                                     dimValue(op.getKeyCache(), 3));
     partsFold = arith::CeilDivUIOp::create(
                     b, loc, tokens, arith::ConstantIndexOp::create(b, loc, part))
                     .getResult();

@@ -16,10 +16,11 @@ namespace mlir::paged_attn {
 
 /// Head sizes the kernels specialize on.
 inline constexpr int64_t kSupportedHeadSizes[] = {64, 80, 96, 112, 128, 192, 256};
-/// Tokens per KV-cache block. From 16 on, every kernel's token step (at
-/// most 32 tokens, and a divisor of the block) lies in one block, so 64 and
-/// 128 use the layouts and code paths of 16 and 32 (one block-table entry
-/// per step); 8 splits a 16-token step over two entries.
+/// Tokens per KV-cache block: powers of two, so that the kernels, which
+/// take the block size as a run-time parameter, address blocks with a
+/// shift and a mask, and the tokens a lane group or half warp loads
+/// together (at most 8) never straddle two blocks. The runtime checks the
+/// same range (runtime/src/checks.cpp).
 inline constexpr int64_t kSupportedBlockSizes[] = {8, 16, 32, 64, 128};
 /// Query tokens per sequence (query_start_loc): 1 + up to 15 draft tokens.
 inline constexpr int64_t kMaxQueryLen = 16;

@@ -106,9 +106,11 @@ def PagedAttn_DecodeV2Op : PagedAttn_Op<"decode_v2", [
     the grid covers every workspace partition (the fixed-grid mode a CUDA
     graph capture needs).
 
-    The head size, block size and head counts are static (the kernels
-    specialize on them); `num_seqs`, `num_blocks`, `max_blocks_per_seq`
-    and `max_num_partitions` may be dynamic.
+    The head size and head counts are static (the kernels specialize on
+    them); `num_seqs`, `num_blocks`, `max_blocks_per_seq`,
+    `max_num_partitions` and the block size may be dynamic (the kernels
+    take the block size at run time; a static one must be a power of two
+    in [8, 128], a dynamic one is checked by the runtime).
 
     Example (memref form, Llama-3-8B-like GQA, 8 query heads per KV head):
 
@@ -181,6 +183,7 @@ def PagedAttn_DecodeV2Op : PagedAttn_Op<"decode_v2", [
     int64_t getNumHeads() { return getQueryType().getDimSize(1); }
     int64_t getHeadSize() { return getQueryType().getDimSize(2); }
     int64_t getNumKvHeads() { return getKeyCacheType().getDimSize(1); }
+    /// The key cache's block size, or ShapedType::kDynamic.
     int64_t getBlockSize() { return getKeyCacheType().getDimSize(3); }
   }];
 
