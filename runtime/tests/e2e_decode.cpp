@@ -27,7 +27,9 @@
 // a NaN row attends (then nothing).
 //
 // Usage: e2e_decode --library DIR [--quick] [--seed N] [--long] [--case ID]
-//                   [--poison]
+//                   [--poison] [--shard K/N]
+// --shard K/N runs the cases whose position in the matrix is K modulo N, so
+// that N processes share the matrix (the float64 reference is host work).
 // Exit status: 0 all ran cases passed, 1 a case failed, 2 usage or setup
 // error, 3 no case ran (the library serves none).
 //
@@ -1210,7 +1212,7 @@ std::vector<Case> servedKeys(pa_context *ctx) {
 
 void usage() {
   std::fprintf(stderr, "usage: e2e_decode --library DIR [--quick] [--seed N] "
-                       "[--long] [--case ID] [--poison]\n");
+                       "[--long] [--case ID] [--poison] [--shard K/N]\n");
 }
 
 struct Tally {
@@ -1224,6 +1226,7 @@ struct HarnessOptions {
   bool quick = false, withLong = false, poison = false;
   uint64_t seed = 1;
   int only = -1; // --case: the one case to run; -1: every case
+  int shard = 0, shards = 1; // --shard K/N: the cases at K modulo N
 };
 
 /// Reads the command line into `o`; false (with the usage printed) when it
@@ -1243,6 +1246,10 @@ bool parseArgs(int argc, char **argv, HarnessOptions &o) {
       o.seed = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--case" && i + 1 < argc)
       o.only = std::atoi(argv[++i]);
+    else if (a == "--shard" && i + 1 < argc &&
+             std::sscanf(argv[i + 1], "%d/%d", &o.shard, &o.shards) == 2 &&
+             o.shards > 0 && o.shard >= 0 && o.shard < o.shards)
+      ++i;
     else {
       usage();
       return false;
@@ -1574,8 +1581,9 @@ int main(int argc, char **argv) {
   }
 
   Summary sum;
-  for (const Case &c : cases) {
-    if (o.only >= 0 && c.id != o.only)
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case &c = cases[i];
+    if ((o.only >= 0 && c.id != o.only) || int(i % o.shards) != o.shard)
       continue;
     std::string why, detail;
     Result res = runCase(ctx, stream, c, why, detail);
