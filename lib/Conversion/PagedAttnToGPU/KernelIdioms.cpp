@@ -332,6 +332,13 @@ Value mlir::paged_attn::xorReduce(ImplicitLocOpBuilder &b, Value v,
   return v;
 }
 
+Value mlir::paged_attn::clusterSum(ImplicitLocOpBuilder &b, Value v,
+                                   int64_t stride, int64_t size) {
+  return gpu::SubgroupReduceOp::create(
+      b, v, gpu::AllReduceOperation::ADD, /*uniform=*/true,
+      static_cast<uint32_t>(size), static_cast<uint32_t>(stride));
+}
+
 SmallVector<int64_t> mlir::paged_attn::xorOffsets(int64_t first, int64_t end) {
   SmallVector<int64_t> out;
   for (int64_t off = first; off < end; off *= 2)

@@ -104,6 +104,11 @@ Value maxf(ImplicitLocOpBuilder &b, Value a, Value c);
 /// `combine` is maxf or addf.
 Value xorReduce(ImplicitLocOpBuilder &b, Value v, ArrayRef<int64_t> offsets,
                 Value (*combine)(ImplicitLocOpBuilder &, Value, Value));
+/// The sum of `v` over the `size` lanes `stride` apart that form the lane's
+/// cluster (`gpu.subgroup_reduce add`, lowered to the same xor butterfly
+/// as xorReduce by upstream's shuffle patterns).
+Value clusterSum(ImplicitLocOpBuilder &b, Value v, int64_t stride,
+                 int64_t size);
 /// The xor offsets first, 2 first, 4 first, ... below `end`.
 SmallVector<int64_t> xorOffsets(int64_t first, int64_t end);
 /// a + c (arith.addf), in the form xorReduce takes.

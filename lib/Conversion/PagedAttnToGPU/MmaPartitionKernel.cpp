@@ -679,7 +679,7 @@ void MmaPartitionBuilder::storeWarpState(ImplicitLocOpBuilder &b,
   // 2..4) so every lane holds its heads' totals.
   for (int64_t n = 0; n < nBlocks(); ++n)
     for (int64_t e = 0; e < 2; ++e)
-      state.l(n, e) = xorReduce(b, state.l(n, e), xorOffsets(4, 32), addf);
+      state.l(n, e) = clusterSum(b, state.l(n, e), /*stride=*/4, /*size=*/8);
   for (int64_t n = 0; n < nBlocks(); ++n)
     for (int64_t e = 0; e < 2; ++e) {
       Value head = arith::AddIOp::create(

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -23,6 +24,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mlir::paged_attn {
 #define GEN_PASS_DEF_CONVERTPAGEDATTNTOGPU
@@ -97,7 +99,18 @@ struct ConvertPagedAttnToGPUPass
     RewritePatternSet patterns(&getContext());
     populatePagedAttnToGPUPatterns(patterns, options);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    // The kernels' gpu.subgroup_reduce (clusterSum) as xor shuffles: the
+    // NVVM conversion lowers only unclustered integer ones (redux.sync).
+    RewritePatternSet reduces(&getContext());
+    populateGpuLowerClusteredSubgroupReduceToShufflePatterns(
+        reduces, /*subgroupSize=*/32);
+    // One walk, in place: no folding or hoisting (the canonicalizer after
+    // this pass does that).
+    FrozenRewritePatternSet frozen(std::move(reduces));
+    module.walk([&](gpu::GPUModuleOp kernels) {
+      walkAndApplyPatterns(kernels, frozen);
+    });
   }
 };
 

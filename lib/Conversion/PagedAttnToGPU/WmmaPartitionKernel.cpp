@@ -558,7 +558,7 @@ void WmmaPartitionBuilder::storeWarpState(ImplicitLocOpBuilder &b,
                                           WmmaState state) {
   // The lane's sum covers its 4 tokens of each step: add the head's other
   // quarters (lane bits 0..1).
-  Value l = xorReduce(b, state.l(), xorOffsets(1, 4), addf);
+  Value l = clusterSum(b, state.l(), /*stride=*/1, /*size=*/4);
   // The epilogue layout overlays the warps' step areas: wait for all.
   gpu::BarrierOp::create(b);
   for (int64_t j = 0; j < valueBlocks(); ++j)
