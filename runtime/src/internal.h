@@ -104,6 +104,7 @@ enum class ParamId : uint8_t {
   MaxBlocksPerSeq,
   MaxNumPartitions,
   PartitionTokens,
+  PartitionSplit, // i32: 0, or the fixed grid's split (partitionTokensOf)
   NumPartitions,
   MaxSeqLen,
   // Features (docs/bundle-format.md): a bundle that takes them supports them.
@@ -410,14 +411,22 @@ inline int64_t adaptiveSlots(const DeviceInfo &device,
   return std::max<int64_t>(1, perSM * device.smCount);
 }
 
-/// The partition rule (docs/runtime.md): partition_tokens and
-/// num_partitions for `args` on `variant`, given the number of partition
-/// programs one partition per (sequence, KV head, tile) needs. Refuses with
-/// PA_ERROR_INVALID_ARGUMENT when the workspace cannot hold the partitions.
+/// How a call's contexts are split into partitions: partition_tokens,
+/// num_partitions and partition_split (0, or in fixed-grid mode on a bundle
+/// that takes it, the P of the kernels' per-sequence rule: a sequence of len
+/// tokens runs in at most P partitions of roundup(ceil(len / P),
+/// partition_tokens) tokens).
+struct PartitionPlan {
+  int32_t tokens = 0, parts = 0, split = 0;
+};
+
+/// The partition rule (docs/runtime.md) for `args` on `variant`, given the
+/// number of partition programs one partition per (sequence, KV head, tile)
+/// needs. Refuses with PA_ERROR_INVALID_ARGUMENT when the workspace cannot
+/// hold the partitions.
 pa_status planPartitions(const DeviceInfo &device, const BundleDesc &variant,
                          const pa_decode_args &args,
-                         int64_t programsPerPartition, int32_t &partitionTokens,
-                         int32_t &numPartitions);
+                         int64_t programsPerPartition, PartitionPlan &out);
 
 /// Loads bundles' modules on first use (the context's lazy loading).
 /// planDecode asks it for each bundle it plans on before reading the
@@ -443,6 +452,7 @@ struct DecodePlan {
   bool onePass = false;
   int32_t partitionTokens = 0;
   int32_t numPartitions = 0;
+  int32_t partitionSplit = 0; // PartitionPlan::split
   int32_t groupSize = 0;
   unsigned grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   unsigned reduceGrid[3] = {0, 0, 0}, reduceBlock[3] = {0, 0, 0};

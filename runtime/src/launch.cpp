@@ -81,6 +81,9 @@ static KernelArgs::Value paramValue(ParamId id, const pa_decode_args &args,
   case ParamId::PartitionTokens:
     v.i32 = plan.partitionTokens;
     break;
+  case ParamId::PartitionSplit:
+    v.i32 = plan.partitionSplit;
+    break;
   case ParamId::NumPartitions:
     v.i32 = plan.numPartitions;
     break;

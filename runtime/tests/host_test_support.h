@@ -175,6 +175,10 @@ struct Spec {
   /// error_word, the reducer block_tables first, max_blocks_per_seq and
   /// num_blocks error_word at its end, as the compiler writes bundles now.
   bool bounds = false;
+  /// The partition and reduce kernels take partition_split after
+  /// partition_tokens (the fixed grid's per-sequence split), as the
+  /// compiler writes bundles now.
+  bool split = false;
   std::string cacheDtype() const { return cache.empty() ? dtype : cache; }
   bool fp8() const { return cache.compare(0, 2, "f8") == 0; }
 };
@@ -193,6 +197,7 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
   std::string slots = s.queryTokens ? "*query_slots" : "";
   std::string bounds = s.bounds ? " num_blocks error_word" : "";
   std::string partitionBounds = s.bounds ? " num_blocks" : "";
+  std::string split = s.split ? " partition_split" : "";
   std::vector<std::string> lines = {
       "paged_attn-bundle 1",
       "name " + s.name,
@@ -211,12 +216,12 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
       "kernel reduce pa_" + s.name + "_reduce threads 128 smem 0",
       "params partition query key_cache value_cache block_tables seq_lens "
       "output exp_sums max_logits tmp_output scale max_blocks_per_seq "
-      "max_num_partitions partition_tokens num_kv_heads group_size" +
-          mainParams + qt + partitionBounds,
+      "max_num_partitions partition_tokens" + split +
+          " num_kv_heads group_size" + mainParams + qt + partitionBounds,
       std::string("params reduce ") + (s.bounds ? "block_tables " : "") +
           "output exp_sums max_logits tmp_output seq_lens " +
           (s.bounds ? "max_blocks_per_seq " : "") +
-          "num_heads max_num_partitions partition_tokens" +
+          "num_heads max_num_partitions partition_tokens" + split +
           std::string(s.features.find("sliding_window") != std::string::npos
                           ? " sliding_window"
                           : "") +

@@ -166,6 +166,7 @@ llvm::StringMap<Value> kernelArgValues(RewriterBase &rewriter, DecodeV2Op op,
   values["num_heads"] = i32(heads);
   values["max_num_partitions"] = sizes.maxNumPartitions;
   values["partition_tokens"] = i32(op.getPartitionSize());
+  values["partition_split"] = i32(0); // every partition holds partition_size
   values["num_kv_heads"] = i32(kvHeads);
   values["group_size"] = i32(heads / kvHeads);
   values["alibi_slopes"] = optional(op.getAlibiSlopes());

@@ -48,6 +48,19 @@ Value mlir::paged_attn::slidingWindowStart(ImplicitLocOpBuilder &b,
                                  cIdx(b, 0));
 }
 
+Value mlir::paged_attn::partitionTokensOf(ImplicitLocOpBuilder &b, Value len,
+                                         Value tokens, Value split) {
+  Value unit = toIndex(b, tokens);
+  Value perPart = arith::CeilDivUIOp::create(
+      b, len, arith::MaxUIOp::create(b, toIndex(b, split), cIdx(b, 1)));
+  Value units = arith::MaxUIOp::create(
+      b, arith::CeilDivUIOp::create(b, perPart, unit), cIdx(b, 1));
+  Value on = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, split,
+                                   arith::ConstantIntOp::create(b, 0, 32));
+  return arith::SelectOp::create(b, on, arith::MulIOp::create(b, units, unit),
+                                 unit);
+}
+
 QueryRow mlir::paged_attn::queryRowOf(ImplicitLocOpBuilder &b, Value gridX,
                                       Value seq, Value seqLens,
                                       Value queryStartLoc, Value maxQueryLen,

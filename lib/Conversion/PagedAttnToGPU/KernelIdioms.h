@@ -22,6 +22,14 @@ Value toIndex(ImplicitLocOpBuilder &b, Value i32);
 /// the i32 kernel parameter `window` (0: no window, the result is 0).
 Value slidingWindowStart(ImplicitLocOpBuilder &b, Value seqLen, Value window);
 
+/// Context tokens per partition for a sequence of `len` tokens (index), from
+/// the i32 kernel parameters partition_tokens (T) and partition_split (P):
+/// T when P = 0, else roundup(max(ceil(len / P), 1), T), which splits len
+/// into at most P partitions (the runtime's fixed grid: docs/runtime.md).
+/// The partition and reduce kernels compute it alike.
+Value partitionTokensOf(ImplicitLocOpBuilder &b, Value len, Value tokens,
+                        Value split);
+
 /// Where a program's query rows lie (docs/features.md, "Several query
 /// tokens"). A program serves `perProgram` (P) consecutive query tokens of
 /// its sequence `seq`, from token j0: one everywhere but in the tensor-core

@@ -62,6 +62,7 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
   maxLogits = arg("max_logits"), tmpOutput = arg("tmp_output"),
   scale = arg("scale"), maxBlocks = arg("max_blocks_per_seq"),
   maxParts = arg("max_num_partitions"), partTokens = arg("partition_tokens"),
+  partSplit = onePass ? Value() : arg("partition_split"),
   numKvHeads = arg("num_kv_heads"), groupSize = arg("group_size"),
   blockSizeArg = arg("block_size"), alibiSlopes = arg("alibi_slopes"),
   hasAlibi = arg("has_alibi"), slidingWindow = arg("sliding_window"),
@@ -354,10 +355,10 @@ std::pair<Value, Value> PartitionProgram::partitionOf(ImplicitLocOpBuilder &b,
                                                      Value unit, Value ctx) {
   if (onePass)
     return {cIdx(b, 0), ctx};
-  Value tokens = toIndex(b, partTokens);
-  Value start = arith::MulIOp::create(b, unit, tokens);
+  Value size = partitionTokensOf(b, tokens.len, partTokens, partSplit);
+  Value start = arith::MulIOp::create(b, unit, size);
   return {start, arith::MinUIOp::create(
-                     b, arith::AddIOp::create(b, start, tokens), ctx)};
+                     b, arith::AddIOp::create(b, start, size), ctx)};
 }
 
 void PartitionProgram::emitSentinels(ImplicitLocOpBuilder &b) {

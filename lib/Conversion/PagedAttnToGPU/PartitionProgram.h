@@ -158,7 +158,7 @@ protected:
 
   // Kernel arguments.
   Value query, keyCache, valueCache, blockTables, seqLens, output, expSums,
-      maxLogits, tmpOutput, scale, maxBlocks, maxParts, partTokens, numKvHeads,
+      maxLogits, tmpOutput, scale, maxBlocks, maxParts, partTokens, partSplit, numKvHeads,
       groupSize, blockSizeArg, alibiSlopes, hasAlibi, slidingWindow,
       logitsSoftCap, sinks, hasSinks, queryStartLoc, maxQueryLen, numBlocks,
       errorWord, shared;

@@ -93,7 +93,7 @@ private:
   gpu::GPUFuncOp func;
   Block *entry = nullptr;
   Value output, expSums, maxLogits, tmpOutput, seqLens, numHeadsArg,
-      maxPartsArg, partTokens, slidingWindow, numPartsArg, sinks, hasSinks,
+      maxPartsArg, partTokens, partSplit, slidingWindow, numPartsArg, sinks, hasSinks,
       shared;
 
   // The mapping of warps to heads.
@@ -187,6 +187,7 @@ void ReduceKernelBuilder::createFunc() {
   numHeadsArg = arg("num_heads");
   maxPartsArg = arg("max_num_partitions");
   partTokens = arg("partition_tokens");
+  partSplit = arg("partition_split");
   slidingWindow = arg("sliding_window");
   numPartsArg = arg("num_partitions");
   sinks = arg("sinks");
@@ -243,11 +244,12 @@ void ReduceKernelBuilder::locateQueryRow() {
   head = arith::MinUIOp::create(b, head,
                                 arith::SubIOp::create(b, numHeads, cIdx(b, 1)));
   context = arith::SelectOp::create(b, q.live, q.seqLen, cIdx(b, 0));
-  parts = arith::CeilDivUIOp::create(b, context, toIndex(b, partTokens));
+  Value size = partitionTokensOf(b, q.len, partTokens, partSplit);
+  parts = arith::CeilDivUIOp::create(b, context, size);
   // The window's first token max(seq_len - W, 0) (W = 0: none) and its
   // partition: the first one with a result.
   windowStart = slidingWindowStart(b, context, slidingWindow);
-  firstPart = arith::DivUIOp::create(b, windowStart, toIndex(b, partTokens));
+  firstPart = arith::DivUIOp::create(b, windowStart, size);
   row =
       arith::AddIOp::create(b, arith::MulIOp::create(b, q.row, numHeads), head);
   statBase = arith::MulIOp::create(b, row, toIndex(b, maxPartsArg));

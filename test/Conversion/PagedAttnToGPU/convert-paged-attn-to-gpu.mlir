@@ -233,8 +233,14 @@ func.func @one_pass_only(%q: memref<4x12x128xf32>, %kc: memref<64x2x32x8x4xf32>,
 // CHECK-NEXT: %[[BOTH:.*]] = arith.andi %[[ON]], %[[LONG]] : i1
 // CHECK: %[[FROM:.*]] = arith.subi %[[LEN]], %[[WI]] : index
 // CHECK-NEXT: %[[START:.*]] = arith.select %[[BOTH]], %[[FROM]], %{{.*}} : index
-// CHECK: %[[BEGIN:.*]] = arith.muli %{{.*}}, %{{.*}} : index
-// CHECK: %[[END:.*]] = arith.minui %{{.*}}, %[[LEN]] : index
+// The partition's tokens: partition_tokens, or with partition_split P > 0
+// roundup(ceil(len / P), partition_tokens) (the runtime's fixed grid).
+// CHECK: %[[SPLIT:.*]] = arith.cmpi ne, %{{.*}}, %c0_i32{{[_0-9]*}} : i32
+// CHECK-NEXT: %[[SPLITSIZE:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// CHECK-NEXT: %[[SIZE:.*]] = arith.select %[[SPLIT]], %[[SPLITSIZE]], %{{.*}} : index
+// CHECK-NEXT: %[[BEGIN:.*]] = arith.muli %{{.*}}, %[[SIZE]] : index
+// CHECK-NEXT: %[[SUM:.*]] = arith.addi %[[BEGIN]], %[[SIZE]] : index
+// CHECK-NEXT: %[[END:.*]] = arith.minui %[[SUM]], %[[LEN]] : index
 // CHECK: %[[BEFORE:.*]] = arith.cmpi ule, %[[END]], %[[START]] : index
 // CHECK-NEXT: %[[PAST:.*]] = arith.cmpi uge, %[[BEGIN]], %[[LEN]] : index
 // CHECK-NEXT: %[[EMPTY:.*]] = arith.ori %[[PAST]], %[[BEFORE]] : i1

@@ -87,6 +87,10 @@ inline constexpr KernelParam kKernelParams[] = {
     {"num_heads",          ParamType::I32,      ParamWhen::Always,    param_roles::R},
     {"max_num_partitions", ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"partition_tokens",   ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
+    // 0: every partition holds partition_tokens. P > 0 (the runtime's fixed
+    // grid): a sequence of len tokens is split into at most P partitions of
+    // roundup(ceil(len / P), partition_tokens) tokens (partitionTokensOf).
+    {"partition_split",    ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::R},
     {"num_kv_heads",       ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O},
     {"group_size",         ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O},
     {"alibi_slopes",       ParamType::F32Ptr,   ParamWhen::ExtLogits, param_roles::P | param_roles::O},
