@@ -127,8 +127,11 @@ enum class ParamId : uint8_t {
   // Bounds: the context's error word (4 x i32 on the device) the kernels
   // record a bad block-table entry or seq_len in (num_blocks above).
   ErrorWord, // pointer
+  // tmp_output's element type at run time (partition, reduce): i32, 1 when
+  // tmp_dtype is f32, 0 for the dtype (a `tmp_dtype any` bundle).
+  TmpF32,
 };
-inline constexpr int kNumParamIds = int(ParamId::ErrorWord) + 1;
+inline constexpr int kNumParamIds = int(ParamId::TmpF32) + 1;
 /// At most this many parameters per kernel.
 inline constexpr int kMaxParams = 32;
 const char *paramName(ParamId id);
@@ -215,6 +218,9 @@ struct BundleDesc {
   pa_dtype dtype = PA_F16;
   ElemType cacheDtype = kElemF16; // dtype, or an fp8 type
   pa_dtype tmpDtype = PA_F32;
+  /// "tmp_dtype any": the kernels take tmp_output's type at run time
+  /// (tmp_f32) and serve f32 and the dtype; tmpDtype is then unused.
+  bool tmpAny = false;
   int headSize = 0;
   /// kAnyBlockSize ("block_size any"): the kernels take block_size at run
   /// time and serve every supported block size; else the one they serve.
@@ -297,6 +303,12 @@ inline constexpr int kAnyBlockSize = 0;
 /// Whether `d` serves calls of block size `blockSize`.
 inline bool servesBlockSize(const BundleDesc &d, int blockSize) {
   return d.blockSize == kAnyBlockSize || d.blockSize == blockSize;
+}
+
+/// Whether `d` serves calls whose tmp_output is `tmp`: its own tmp_dtype,
+/// or, run-time ("any"), f32 and the dtype (checks.cpp allows no other).
+inline bool servesTmpDtype(const BundleDesc &d, pa_dtype tmp) {
+  return d.tmpAny ? (tmp == PA_F32 || tmp == d.dtype) : d.tmpDtype == tmp;
 }
 
 /// What a call asks of a variant.

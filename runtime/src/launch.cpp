@@ -139,6 +139,9 @@ static KernelArgs::Value paramValue(ParamId id, const pa_decode_args &args,
   case ParamId::ErrorWord:
     v.ptr = errorWord; // the context's (docs/runtime.md, "Bad block tables")
     break;
+  case ParamId::TmpF32:
+    v.i32 = args.tmp_dtype == PA_F32;
+    break;
   }
   return v;
 }

@@ -109,7 +109,7 @@ static int selectAmong(const std::vector<BundleDesc> &descs,
   for (size_t i : candidates) {
     const BundleDesc &d = descs[i];
     if (d.dtype != key.dtype || d.cacheDtype != key.cacheType() ||
-        d.tmpDtype != key.tmpDtype || d.headSize != key.headSize ||
+        !servesTmpDtype(d, key.tmpDtype) || d.headSize != key.headSize ||
         !servesBlockSize(d, key.blockSize) || !servesFeatures(d, key) ||
         !d.twinOf.empty())
       continue;
@@ -182,13 +182,19 @@ static uint64_t exactKey(int dtype, int cache, int tmp, int head) {
          uint64_t(tmp & 0xff) << 40 | uint64_t(head & 0xfffff) << 20;
 }
 
+/// A bundle's key; a run-time tmp_dtype ("any") is filed under f32, and
+/// also under the dtype (VariantIndex::add).
 static uint64_t exactKeyOf(const BundleDesc &d) {
-  return exactKey(d.dtype, d.cacheDtype, d.tmpDtype, d.headSize);
+  return exactKey(d.dtype, d.cacheDtype, d.tmpAny ? PA_F32 : d.tmpDtype,
+                  d.headSize);
 }
 
 void VariantIndex::add(const std::vector<BundleDesc> &descs, size_t i) {
   const BundleDesc &d = descs[i];
   byKey[exactKeyOf(d)].push_back(int(i));
+  if (d.tmpAny && d.dtype != PA_F32) // it serves both keys' calls
+    byKey[exactKey(d.dtype, d.cacheDtype, d.dtype, d.headSize)].push_back(
+        int(i));
   names.emplace(d.name, int(i));
   if (!d.twinOf.empty())
     declaredTwins[d.twinOf].push_back(int(i));
@@ -231,8 +237,9 @@ const std::vector<int> &VariantIndex::twinsOf(const std::string &name) const {
 /// kernel's parameters (the features).
 static bool sameCalls(const BundleDesc &a, const BundleDesc &b) {
   if (a.dtype != b.dtype || a.cacheDtype != b.cacheDtype ||
-      a.tmpDtype != b.tmpDtype || a.headSize != b.headSize ||
-      a.blockSize != b.blockSize || a.chip != b.chip)
+      a.tmpAny != b.tmpAny || (!a.tmpAny && a.tmpDtype != b.tmpDtype) ||
+      a.headSize != b.headSize || a.blockSize != b.blockSize ||
+      a.chip != b.chip)
     return false;
   for (int r = 0; r < kNumRoles; ++r)
     if (a.kernels[r].present != b.kernels[r].present ||

@@ -150,6 +150,9 @@ struct Spec {
   std::string name = "f16_d128_b16_h4_sm70";
   std::string chip = "sm_70";
   std::string dtype = "f16";
+  /// tmp_dtype; "any" (tmp_output's type at run time) adds tmp_f32 to the
+  /// partition and reduce kernels' params, as the compiler writes bundles
+  /// now.
   std::string tmp = "f32";
   int head = 128, block = 16, tile = 4, warps = 4, step = 16;
   bool onePass = true;
@@ -198,6 +201,7 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
   std::string bounds = s.bounds ? " num_blocks error_word" : "";
   std::string partitionBounds = s.bounds ? " num_blocks" : "";
   std::string split = s.split ? " partition_split" : "";
+  std::string tmpFlag = s.tmp == "any" ? " tmp_f32" : "";
   std::vector<std::string> lines = {
       "paged_attn-bundle 1",
       "name " + s.name,
@@ -217,7 +221,8 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
       "params partition query key_cache value_cache block_tables seq_lens "
       "output exp_sums max_logits tmp_output scale max_blocks_per_seq "
       "max_num_partitions partition_tokens" + split +
-          " num_kv_heads group_size" + mainParams + qt + partitionBounds,
+          " num_kv_heads group_size" + mainParams + qt + partitionBounds +
+          tmpFlag,
       std::string("params reduce ") + (s.bounds ? "block_tables " : "") +
           "output exp_sums max_logits tmp_output seq_lens " +
           (s.bounds ? "max_blocks_per_seq " : "") +
@@ -225,7 +230,7 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
           std::string(s.features.find("sliding_window") != std::string::npos
                           ? " sliding_window"
                           : "") +
-          " num_partitions" + sinkParams + qt + bounds,
+          " num_partitions" + sinkParams + qt + bounds + tmpFlag,
       "grid partition num_partitions" + slots +
           " num_kv_heads*ceil(group_size/heads_per_program) num_seqs",
       "grid reduce ceil(num_heads/ceil(4/ceil(num_partitions/8)))" + slots +
@@ -399,6 +404,7 @@ void lazyLoadingTests();
 void hostEntryTests();
 void queryTokenTests();
 void boundsTests();
+void tmpDtypeTests();
 
 } // namespace pa_test
 

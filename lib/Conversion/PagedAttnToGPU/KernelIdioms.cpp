@@ -294,6 +294,24 @@ Value mlir::paged_attn::fromF32(ImplicitLocOpBuilder &b, Value f32,
   return arith::TruncFOp::create(b, type, f32);
 }
 
+TmpViews mlir::paged_attn::viewTmpOutput(ImplicitLocOpBuilder &b, Value bytes,
+                                         Value tmpF32, Type queryType) {
+  int64_t extent = cast<MemRefType>(bytes.getType()).getDimSize(0);
+  auto view = [&](Type elem) -> Value {
+    int64_t elems = extent / (elem.getIntOrFloatBitWidth() / 8);
+    return memref::ViewOp::create(b, MemRefType::get({elems}, elem), bytes,
+                                  cIdx(b, 0), ValueRange{});
+  };
+  TmpViews v;
+  v.f32 = view(b.getF32Type());
+  if (queryType.isF32())
+    return v;
+  v.half = view(queryType);
+  v.isF32 = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, tmpF32,
+                                  arith::ConstantIntOp::create(b, 0, 32));
+  return v;
+}
+
 Value mlir::paged_attn::shuffleXor(ImplicitLocOpBuilder &b, Value v,
                                    int64_t offset) {
   return gpu::ShuffleOp::create(b, v, static_cast<int32_t>(offset),

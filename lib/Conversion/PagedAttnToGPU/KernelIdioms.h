@@ -95,6 +95,18 @@ Value fp8PairToF16(ImplicitLocOpBuilder &b, Value bytes, Type fp8Type,
 /// Converts an fp32 scalar to `type` (round to nearest even).
 Value fromF32(ImplicitLocOpBuilder &b, Value f32, Type type);
 
+/// tmp_output, whose element type is a run-time parameter (`tmp_f32`,
+/// KernelParams.h): its bytes viewed (memref.view) as f32 and, for a 16-bit
+/// query, as the query's type, and the i1 that picks one. The f32 view
+/// alone (`isF32` null) for f32 queries, whose tmp_output is f32.
+struct TmpViews {
+  Value f32, half, isF32;
+  /// Whether the kernel picks at run time (a 16-bit query).
+  bool both() const { return static_cast<bool>(isF32); }
+};
+TmpViews viewTmpOutput(ImplicitLocOpBuilder &b, Value bytes, Value tmpF32,
+                       Type queryType);
+
 /// `gpu.shuffle xor` over the full warp.
 Value shuffleXor(ImplicitLocOpBuilder &b, Value v, int64_t offset);
 /// `gpu.shuffle idx` over the full warp: `v` of lane `srcLane` (an index).
