@@ -324,6 +324,9 @@ struct VariantKey {
   int cacheDtype = -1;
   bool sinks = false; // attention sinks requested
   bool queryTokens = false; // query_start_loc given
+  /// Query tokens per sequence at most: max_query_len with query_start_loc,
+  /// else 1. Picks the tile (a tensor-core tile packs several per program).
+  int queryLen = 1;
   ElemType cacheType() const {
     return cacheDtype < 0 ? ElemType(dtype) : ElemType(cacheDtype);
   }

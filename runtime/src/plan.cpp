@@ -310,11 +310,14 @@ static pa_status planOn(const DeviceInfo &device,
 }
 
 VariantKey variantKeyOf(const pa_decode_args &args) {
-  return VariantKey{args.dtype, args.tmp_dtype, args.head_size,
-                    args.block_size, args.num_heads / args.num_kv_heads,
-                    args.alibi_slopes != 0 || args.logits_soft_cap > 0.0f,
-                    args.sliding_window > 0, callCacheType(args),
-                    args.sinks != 0, args.query_start_loc != 0};
+  VariantKey key{args.dtype, args.tmp_dtype, args.head_size,
+                 args.block_size, args.num_heads / args.num_kv_heads,
+                 args.alibi_slopes != 0 || args.logits_soft_cap > 0.0f,
+                 args.sliding_window > 0, callCacheType(args),
+                 args.sinks != 0, args.query_start_loc != 0};
+  if (args.query_start_loc != 0 && args.max_query_len > 1)
+    key.queryLen = args.max_query_len;
+  return key;
 }
 
 /// The wide twin planDecode may run for `chosen`, or -1, and how many

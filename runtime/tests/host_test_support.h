@@ -173,6 +173,9 @@ struct Spec {
   /// the grids' x carry the query slots, as the compiler writes bundles
   /// now (several query tokens per sequence).
   bool queryTokens = false;
+  /// With queryTokens: the grids' x serve heads_per_program / group_size
+  /// query tokens per program, as the compiler writes tensor-core bundles.
+  bool packsTokens = false;
   /// Bounds checks (docs/runtime.md, "Bad block tables"): the partition
   /// kernel takes num_blocks at its end, the one-pass kernel num_blocks and
   /// error_word, the reducer block_tables first, max_blocks_per_seq and
@@ -197,7 +200,10 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
       s.features + (s.fp8() && s.fp8Scales ? kFp8Params : "");
   std::string sinkParams = s.sinks ? " sinks has_sinks" : "";
   std::string qt = s.queryTokens ? " query_start_loc max_query_len" : "";
-  std::string slots = s.queryTokens ? "*query_slots" : "";
+  std::string programSlots =
+      s.packsTokens ? "ceil(query_slots/max(1,heads_per_program/group_size))"
+                    : "query_slots";
+  std::string slots = s.queryTokens ? "*" + programSlots : "";
   std::string bounds = s.bounds ? " num_blocks error_word" : "";
   std::string partitionBounds = s.bounds ? " num_blocks" : "";
   std::string split = s.split ? " partition_split" : "";
@@ -233,7 +239,8 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
           " num_partitions" + sinkParams + qt + bounds + tmpFlag,
       "grid partition num_partitions" + slots +
           " num_kv_heads*ceil(group_size/heads_per_program) num_seqs",
-      "grid reduce ceil(num_heads/ceil(4/ceil(num_partitions/8)))" + slots +
+      "grid reduce ceil(num_heads/ceil(4/ceil(num_partitions/8)))" +
+          std::string(s.queryTokens ? "*query_slots" : "") +
           " num_seqs",
   };
   if (!s.twinOf.empty())
@@ -248,7 +255,7 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
         "max_num_partitions partition_tokens num_kv_heads group_size" +
         mainParams + sinkParams + qt + bounds);
     lines.push_back("grid onepass " +
-                    (s.queryTokens ? std::string("query_slots") : "1") +
+                    (s.queryTokens ? programSlots : std::string("1")) +
                     " num_kv_heads*ceil(group_size/heads_per_program) "
                     "num_seqs");
   }
