@@ -44,12 +44,16 @@ void writeFile(const std::string &path, const char *data, size_t size) {
 }
 
 /// A call the bundle serves on paper: its key, its features, `group`
-/// query heads per KV head and `maxSeqLen` tokens (0: fixed grid).
-pa_decode_args callFor(const BundleDesc &d, int group, int maxSeqLen) {
+/// query heads per KV head and `maxSeqLen` tokens (0: fixed grid), blocks
+/// of `blockSize` tokens; tmp_output in the dtype when `tmpInDtype` and the
+/// bundle takes it at run time (`tmp_dtype any`), else in the bundle's tmp
+/// dtype.
+pa_decode_args callFor(const BundleDesc &d, int group, int maxSeqLen,
+                       int blockSize, bool tmpInDtype) {
   pa_decode_args a;
   std::memset(&a, 0, sizeof(a));
   a.dtype = d.dtype;
-  a.tmp_dtype = d.tmpDtype;
+  a.tmp_dtype = d.tmpAny ? (tmpInDtype ? d.dtype : PA_F32) : d.tmpDtype;
   a.kv_cache_dtype = d.cacheDtype == kElemF8E4M3FN ? PA_KV_CACHE_FP8_E4M3
                      : d.cacheDtype == kElemF8E5M2 ? PA_KV_CACHE_FP8_E5M2
                                                    : PA_KV_CACHE_AUTO;
@@ -58,11 +62,11 @@ pa_decode_args callFor(const BundleDesc &d, int group, int maxSeqLen) {
   a.num_kv_heads = 2;
   a.num_heads = 2 * group;
   a.head_size = d.headSize;
-  a.block_size = d.blockSize;
-  a.max_blocks_per_seq = 32768 / d.blockSize + 1;
+  a.block_size = blockSize;
+  a.max_blocks_per_seq = 32768 / blockSize + 1;
   a.num_blocks = a.num_seqs * a.max_blocks_per_seq;
   a.partition_size = 512;
-  a.max_num_partitions = (a.max_blocks_per_seq * d.blockSize + 511) / 512;
+  a.max_num_partitions = (a.max_blocks_per_seq * blockSize + 511) / 512;
   a.max_seq_len = maxSeqLen;
   a.scale = 0.125f;
   if (d.takes(ParamId::AlibiSlopes))
@@ -79,12 +83,16 @@ pa_decode_args callFor(const BundleDesc &d, int group, int maxSeqLen) {
   return a;
 }
 
-/// Plans a few calls on the loaded bundle and marshals what they launch.
+/// Plans a few calls on the loaded bundle and marshals what they launch: its
+/// block size, or blocks of 16 and 128 tokens for a bundle that takes the
+/// block size at run time (`block_size any`: blockSize 0).
 void exerciseLoaded(pa_context *ctx) {
   const BundleDesc &d = ctx->variants[0];
   for (int group : {1, d.headsPerProgram, 2 * d.headsPerProgram + 1}) {
     for (int maxSeqLen : {1, 700, 32768, 0}) {
-      pa_decode_args args = callFor(d, group, maxSeqLen);
+      int blockSize = d.blockSize ? d.blockSize : maxSeqLen == 0 ? 128 : 16;
+      pa_decode_args args = callFor(d, group, maxSeqLen, blockSize,
+                                    /*tmpInDtype=*/maxSeqLen == 700);
       pa_plan plan;
       (void)pa_plan_decode_v2(ctx, &args, &plan);
       DecodePlan decided;
