@@ -342,7 +342,10 @@ def partitions(dtype, copy_tbs, rows, names):
     every count p of PARTITION_COUNTS (partitions of at least 256 tokens)
     forced through the fixed grid with partitions of roundup(ceil(L / p), 64)
     tokens. Each launch is checked against the float64 reference first.
-    TB/s; the best count is marked."""
+    TB/s; the best count is marked. Bundles whose kernels take
+    partition_split (docs/runtime.md, "Fixed-grid mode") launch at most p
+    there: the adaptive count at the capacity, which may be fewer; the
+    table prints the count each plan launched."""
     print(f"\n{'config':20} {'call':10} {'p':>3} {'tokens':>6} {'TB/s':>7} {'ms':>8}")
     for name in names:
         seqs, heads, kvh, d, bs, spec = CONFIGS[name]
