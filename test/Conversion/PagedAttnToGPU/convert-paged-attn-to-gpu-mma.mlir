@@ -78,6 +78,17 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK: arith.cmpi ult, %{{.*}}, %{{.*}} : i32
 // CHECK: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
 // CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : vector<4xi1>, vector<4xf16>
+// After the steps, each head's l summed over the 8 lanes that hold its
+// tokens (gpu.subgroup_reduce add, cluster size 8 stride 4, lowered in the
+// pass: xor 4, 8, 16, each an add); no subgroup_reduce is left for
+// convert-gpu-to-nvvm.
+// CHECK: %[[S4:.*]], %{{.*}} = gpu.shuffle  xor %[[L:[0-9]+#[0-9]+]], %c4_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}} : f32
+// CHECK-NEXT: %[[L4:.*]] = arith.addf %[[L]], %[[S4]] : f32
+// CHECK: %[[S8:.*]], %{{.*}} = gpu.shuffle  xor %[[L4]], %c8_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}} : f32
+// CHECK-NEXT: %[[L8:.*]] = arith.addf %[[L4]], %[[S8]] : f32
+// CHECK: %[[S16:.*]], %{{.*}} = gpu.shuffle  xor %[[L8]], %c16_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}} : f32
+// CHECK-NEXT: arith.addf %[[L8]], %[[S16]] : f32
+// CHECK-NOT: gpu.subgroup_reduce
 // CHECK: gpu.barrier
 // CHECK: gpu.func @pa_f16_d128_h8_mma_onepass
 // CHECK: gpu.func @pa_f16_d128_h8_mma_reduce

@@ -83,6 +83,14 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK: scf.for
 // CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : vector<8xi1>, vector<8xf16>
 // CHECK: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
+// The lane's l summed over the 4 lanes of its row (gpu.subgroup_reduce add,
+// cluster size 4 stride 1, lowered in the pass: xor 1, 2, each an add);
+// no subgroup_reduce is left for convert-gpu-to-nvvm.
+// CHECK: %[[S1:.*]], %{{.*}} = gpu.shuffle  xor %[[L:[0-9]+#[0-9]+]], %c1_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}} : f32
+// CHECK-NEXT: %[[L1:.*]] = arith.addf %[[L]], %[[S1]] : f32
+// CHECK: %[[S2:.*]], %{{.*}} = gpu.shuffle  xor %[[L1]], %c2_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}} : f32
+// CHECK-NEXT: arith.addf %[[L1]], %[[S2]] : f32
+// CHECK-NOT: gpu.subgroup_reduce
 // The warps' state to the epilogue layout, which overlays the step areas.
 // CHECK: gpu.barrier
 // CHECK-COUNT-4: gpu.subgroup_mma_store_matrix %{{.*}}, %[[F32]][%{{.*}}] {leadDimension = 128 : index} : !gpu.mma_matrix<8x32xf32, "COp">
