@@ -956,6 +956,11 @@ bool uploadInputs(const Case &c, const Inputs &in,
                "copy");
   E2E_CHECK_CU(driver.cuMemcpyHtoD(d.dtmp.ptr, tmp.data(), d.dtmp.bytes),
                "copy");
+  // A copy from pageable memory may return before its DMA lands; it runs on
+  // the legacy stream, which the call's non-blocking stream does not wait
+  // for. Without this, the NaN poison could land after the kernels' writes
+  // (seen under 16 processes sharing a GPU: tmp_output rows NaN).
+  E2E_CHECK_CU(driver.cuStreamSynchronize(nullptr), "copies landing");
   return true;
 }
 
