@@ -34,7 +34,7 @@ def variant_mlir(v):
     t, d, bs, h = v["dtype"], v["head_size"], "?", v["heads_per_program"]
     c = v.get("cache", t)  # the cache's element type: the query's, or fp8
     x = 16 // variants.BYTES[c]
-    tmp = v.get("tmp_dtype", "f32")
+    tmp = "f32"  # the bundle serves f32 and the query's type (tmp_f32)
     heads, kv = h, 1
     # An _ext variant (ALiBi and soft cap compiled in) is asked for by an op
     # that uses them; their values are run-time parameters of the bundle.

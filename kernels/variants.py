@@ -4,7 +4,9 @@ A variant is (dtype, head_size, heads_per_program); group sizes are runtime
 parameters, served by the smallest heads_per_program tile that covers the
 group (larger groups run several tiles per KV head), and so is the block
 size: every bundle serves blocks of 8, 16, 32, 64 and 128 tokens (the
-kernels take block_size at run time; docs/kernels.md).
+kernels take block_size at run time; docs/kernels.md), and so is tmp_output's
+element type: every bundle serves tmp_output in f32 and in the query's type
+(the kernels take tmp_f32 at run time).
 
 Which partition kernel a variant gets follows the planning rule of
 convert-paged-attn-to-gpu (KernelPlan.cpp): from sm_80, f16 and bf16 use the
@@ -17,9 +19,9 @@ size 128); fp8 caches use the tensor cores from sm_89 with f16 queries,
 else the SIMT kernel (tiles 1 and 4).
 
 * library:  what the build packages for the runtime: every dtype x head size
-            x tile x tmp_output dtype, each lean and _ext (ALiBi / soft
-            cap), the fp8 caches (fp8()) and the wide twins (wide_twins()):
-            400 sm_70, 148 sm_80, 344 sm_90 bundles.
+            x tile, each lean and _ext (ALiBi / soft cap), the fp8 caches
+            (fp8()) and the wide twins (wide_twins()): 254 sm_70, 100 sm_80,
+            224 sm_90 bundles.
 * covering: a smaller set in which every value of every dimension appears,
             with the corner pairs — what CI assembles with ptxas.
 * full:     the whole product, behind the opt-in target.
@@ -103,9 +105,6 @@ def name(v, chip):
     if v.get("cache", v["dtype"]) != v["dtype"]:
         n += f"_kv{v['cache']}"
     n += f"_d{v['head_size']}_h{v['heads_per_program']}"
-    tmp = v.get("tmp_dtype", "f32")
-    if tmp != "f32":
-        n += f"_tmp{tmp}"
     if warps(v, chip) != 4:
         n += f"_w{warps(v, chip)}"
     if v.get("ext"):
@@ -157,17 +156,15 @@ def wide_twins(variants, chip):
 
 
 def full(chip):
-    """Every dtype x head size x tile, with tmp_output in f32;
-    the 16-bit dtypes also with tmp_output in their own type (the seed's
-    convention); each also as an _ext variant (ALiBi and the logits soft
-    cap compiled in)."""
+    """Every dtype x head size x tile, each also as an _ext variant (ALiBi
+    and the logits soft cap compiled in). Each serves tmp_output in f32 and
+    in the query's type (a run-time parameter)."""
     out = []
     for t, d in itertools.product(DTYPES, HEAD_SIZES):
         for h in tiles(t, d, chip):
-            for tmp in (["f32", t] if t != "f32" else ["f32"]):
-                for ext in (False, True):
-                    out.append(dict(dtype=t, head_size=d, heads_per_program=h,
-                                    tmp_dtype=tmp, ext=ext))
+            for ext in (False, True):
+                out.append(dict(dtype=t, head_size=d, heads_per_program=h,
+                                ext=ext))
     out += wide_twins(out, chip)
     if chip in FP8_CHIPS:
         out += fp8(chip)
@@ -175,15 +172,14 @@ def full(chip):
 
 
 def fp8(chip):
-    """fp8 caches: each with the 16-bit queries x head size x tile;
-    tmp_output in f32 (lean and _ext) and in the query's type (lean:
-    vLLM's convention for plain calls)."""
+    """fp8 caches: each with the 16-bit queries x head size x tile, lean
+    and _ext."""
     out = []
     for c, t, d in itertools.product(FP8_CACHES, FP8_DTYPES, HEAD_SIZES):
         for h in tiles(t, d, chip, c):
-            for tmp, ext in (("f32", False), ("f32", True), (t, False)):
+            for ext in (False, True):
                 out.append(dict(dtype=t, cache=c, head_size=d,
-                                heads_per_program=h, tmp_dtype=tmp, ext=ext))
+                                heads_per_program=h, ext=ext))
     return out
 
 
@@ -208,9 +204,6 @@ def covering(chip):
     for h in tiles("f16", 64, chip):
         for ext in (False, True):
             out.append(dict(dtype="f16", head_size=64, heads_per_program=h, ext=ext))
-    # tmp_output in the query's 16-bit type, at a small and a large head size.
-    for t, d in itertools.product(["f16", "bf16"], [64, 256]):
-        out.append(dict(dtype=t, head_size=d, heads_per_program=small(t, d), tmp_dtype=t))
     # ALiBi and soft cap (_ext): every dtype at the corner head sizes, the
     # largest tile (the most registers).
     for t, d in itertools.product(DTYPES, [64, 128, 256]):
@@ -225,9 +218,6 @@ def covering(chip):
             for h in tiles(t, d, chip, c):
                 out.append(dict(dtype=t, cache=c, head_size=d,
                                 heads_per_program=h, ext=h == max(tiles(t, d, chip, c))))
-        out.append(dict(dtype="f16", cache="f8E4M3FN", head_size=128,
-                        heads_per_program=max(tiles("f16", 128, chip, "f8E4M3FN")),
-                        tmp_dtype="f16"))
     # The wide twin (its chips) of every variant above that has one.
     out += wide_twins(out, chip)
     seen, uniq = set(), []

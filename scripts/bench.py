@@ -95,7 +95,7 @@ def lengths(spec, seqs, seed):
     return [int(spec)] * seqs
 
 
-def run_config(name, cfg, dtype, seed_fn, copy_tbs, rows, seed):
+def run_config(name, cfg, dtype, seed_fn, copy_tbs, rows, seed, tmp_dtype=None):
     seqs, heads, kvh, d, bs, spec = cfg
     lens = lengths(spec, seqs, seed)
     q, kc, vc, bt, sl = make_case(seqs, heads, kvh, d, bs, lens, dtype, seed)
@@ -123,7 +123,7 @@ def run_config(name, cfg, dtype, seed_fn, copy_tbs, rows, seed):
                                                      device="cuda")
 
     out = torch.full_like(q, float("nan"))
-    es, ml, tmp = workspace(torch.float32)
+    es, ml, tmp = workspace(tmp_dtype or torch.float32)
     timed("ours", lambda: paged_attention_v2(out, es, ml, tmp, q, kc, vc, kvh, scale, bt, sl,
                                              bs, max_len, None), out)
     out_f = torch.full_like(q, float("nan"))
@@ -342,7 +342,10 @@ def partitions(dtype, copy_tbs, rows, names):
     every count p of PARTITION_COUNTS (partitions of at least 256 tokens)
     forced through the fixed grid with partitions of roundup(ceil(L / p), 64)
     tokens. Each launch is checked against the float64 reference first.
-    TB/s; the best count is marked."""
+    TB/s; the best count is marked. Bundles whose kernels take
+    partition_split (docs/runtime.md, "Fixed-grid mode") launch at most p
+    there: the adaptive count at the capacity, which may be fewer; the
+    table prints the count each plan launched."""
     print(f"\n{'config':20} {'call':10} {'p':>3} {'tokens':>6} {'TB/s':>7} {'ms':>8}")
     for name in names:
         seqs, heads, kvh, d, bs, spec = CONFIGS[name]
@@ -409,6 +412,9 @@ def main():
     ap.add_argument("--partitions", action="store_true")
     ap.add_argument("--spec", action="store_true")
     ap.add_argument("--sweep-max-gb", type=float, default=4.0)
+    ap.add_argument("--tmp", default="float32", choices=["float32", "query"],
+                    help="tmp_output's dtype in the default table: float32 (the C API's "
+                    "default) or the query's (the seed's convention)")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     dtype = getattr(torch, a.dtype)
@@ -446,7 +452,8 @@ def main():
             configs[name] = tuple(int(x) for x in v[:5]) + (v[5],)
             names.append(name)
         for i, name in enumerate(names):
-            run_config(name, configs[name], dtype, seed_fn, copy_tbs, rows, 1000 + i)
+            run_config(name, configs[name], dtype, seed_fn, copy_tbs, rows, 1000 + i,
+                       dtype if a.tmp == "query" else torch.float32)
     if a.json:
         with open(a.json, "w") as fh:
             json.dump({"device": props.name, "dtype": a.dtype, "copy_TBps": copy_tbs,

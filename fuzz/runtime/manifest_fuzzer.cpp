@@ -45,13 +45,15 @@ void writeFile(const std::string &path, const char *data, size_t size) {
 
 /// A call the bundle serves on paper: its key, its features, `group`
 /// query heads per KV head and `maxSeqLen` tokens (0: fixed grid), blocks
-/// of `blockSize` tokens.
+/// of `blockSize` tokens; tmp_output in the dtype when `tmpInDtype` and the
+/// bundle takes it at run time (`tmp_dtype any`), else in the bundle's tmp
+/// dtype.
 pa_decode_args callFor(const BundleDesc &d, int group, int maxSeqLen,
-                       int blockSize) {
+                       int blockSize, bool tmpInDtype) {
   pa_decode_args a;
   std::memset(&a, 0, sizeof(a));
   a.dtype = d.dtype;
-  a.tmp_dtype = d.tmpDtype;
+  a.tmp_dtype = d.tmpAny ? (tmpInDtype ? d.dtype : PA_F32) : d.tmpDtype;
   a.kv_cache_dtype = d.cacheDtype == kElemF8E4M3FN ? PA_KV_CACHE_FP8_E4M3
                      : d.cacheDtype == kElemF8E5M2 ? PA_KV_CACHE_FP8_E5M2
                                                    : PA_KV_CACHE_AUTO;
@@ -89,7 +91,8 @@ void exerciseLoaded(pa_context *ctx) {
   for (int group : {1, d.headsPerProgram, 2 * d.headsPerProgram + 1}) {
     for (int maxSeqLen : {1, 700, 32768, 0}) {
       int blockSize = d.blockSize ? d.blockSize : maxSeqLen == 0 ? 128 : 16;
-      pa_decode_args args = callFor(d, group, maxSeqLen, blockSize);
+      pa_decode_args args = callFor(d, group, maxSeqLen, blockSize,
+                                    /*tmpInDtype=*/maxSeqLen == 700);
       pa_plan plan;
       (void)pa_plan_decode_v2(ctx, &args, &plan);
       DecodePlan decided;

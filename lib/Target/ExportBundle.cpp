@@ -117,7 +117,7 @@ std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
     m << "sass " << chip << " " << bundle << ".cubin\n";
   m << "dtype " << type("dtype") << "\n"
     << "cache_dtype " << type("cache_dtype") << "\n"
-    << "tmp_dtype " << type("tmp_dtype") << "\n"
+    << "tmp_dtype any\n" // a run-time kernel parameter (tmp_f32)
     << "head_size " << intOf(key, "head_size") << "\n"
     << "block_size any\n" // a run-time kernel parameter
     << "heads_per_program " << intOf(key, "heads_per_program") << "\n"

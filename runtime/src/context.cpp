@@ -468,9 +468,24 @@ static pa_status variantsServing(const pa_context &ctx,
   int chosen = selectVariant(ctx.variants, ctx.index, ctx.info, key);
   if (chosen < 0)
     return unsupported(ctx.variants, key);
-  out = {chosen};
-  if (ctx.variants[chosen].wideTwin >= 0)
-    out.push_back(ctx.variants[chosen].wideTwin);
+  out.clear();
+  auto add = [&](int v) {
+    for (int w : {v, ctx.variants[v].wideTwin})
+      if (w >= 0 && std::find(out.begin(), out.end(), w) == out.end())
+        out.push_back(w);
+  };
+  add(chosen);
+  // With several query tokens the tile depends on max_query_len (a
+  // tensor-core tile packs tokens): the calls of this key may run any of
+  // those tiles, so that none loads a module later (a capture refuses it).
+  VariantKey tokens = key;
+  tokens.queryTokens = true;
+  for (int len = 1; len <= PA_MAX_QUERY_LEN; ++len) {
+    tokens.queryLen = len;
+    int v = selectVariant(ctx.variants, ctx.index, ctx.info, tokens);
+    if (v >= 0)
+      add(v);
+  }
   return okStatus();
 }
 

@@ -104,6 +104,7 @@ enum class ParamId : uint8_t {
   MaxBlocksPerSeq,
   MaxNumPartitions,
   PartitionTokens,
+  PartitionSplit, // i32: 0, or the fixed grid's split (partitionTokensOf)
   NumPartitions,
   MaxSeqLen,
   // Features (docs/bundle-format.md): a bundle that takes them supports them.
@@ -126,8 +127,11 @@ enum class ParamId : uint8_t {
   // Bounds: the context's error word (4 x i32 on the device) the kernels
   // record a bad block-table entry or seq_len in (num_blocks above).
   ErrorWord, // pointer
+  // tmp_output's element type at run time (partition, reduce): i32, 1 when
+  // tmp_dtype is f32, 0 for the dtype (a `tmp_dtype any` bundle).
+  TmpF32,
 };
-inline constexpr int kNumParamIds = int(ParamId::ErrorWord) + 1;
+inline constexpr int kNumParamIds = int(ParamId::TmpF32) + 1;
 /// At most this many parameters per kernel.
 inline constexpr int kMaxParams = 32;
 const char *paramName(ParamId id);
@@ -214,6 +218,9 @@ struct BundleDesc {
   pa_dtype dtype = PA_F16;
   ElemType cacheDtype = kElemF16; // dtype, or an fp8 type
   pa_dtype tmpDtype = PA_F32;
+  /// "tmp_dtype any": the kernels take tmp_output's type at run time
+  /// (tmp_f32) and serve f32 and the dtype; tmpDtype is then unused.
+  bool tmpAny = false;
   int headSize = 0;
   /// kAnyBlockSize ("block_size any"): the kernels take block_size at run
   /// time and serve every supported block size; else the one they serve.
@@ -298,6 +305,12 @@ inline bool servesBlockSize(const BundleDesc &d, int blockSize) {
   return d.blockSize == kAnyBlockSize || d.blockSize == blockSize;
 }
 
+/// Whether `d` serves calls whose tmp_output is `tmp`: its own tmp_dtype,
+/// or, run-time ("any"), f32 and the dtype (checks.cpp allows no other).
+inline bool servesTmpDtype(const BundleDesc &d, pa_dtype tmp) {
+  return d.tmpAny ? (tmp == PA_F32 || tmp == d.dtype) : d.tmpDtype == tmp;
+}
+
 /// What a call asks of a variant.
 struct VariantKey {
   pa_dtype dtype;
@@ -311,6 +324,9 @@ struct VariantKey {
   int cacheDtype = -1;
   bool sinks = false; // attention sinks requested
   bool queryTokens = false; // query_start_loc given
+  /// Query tokens per sequence at most: max_query_len with query_start_loc,
+  /// else 1. Picks the tile (a tensor-core tile packs several per program).
+  int queryLen = 1;
   ElemType cacheType() const {
     return cacheDtype < 0 ? ElemType(dtype) : ElemType(cacheDtype);
   }
@@ -410,14 +426,22 @@ inline int64_t adaptiveSlots(const DeviceInfo &device,
   return std::max<int64_t>(1, perSM * device.smCount);
 }
 
-/// The partition rule (docs/runtime.md): partition_tokens and
-/// num_partitions for `args` on `variant`, given the number of partition
-/// programs one partition per (sequence, KV head, tile) needs. Refuses with
-/// PA_ERROR_INVALID_ARGUMENT when the workspace cannot hold the partitions.
+/// How a call's contexts are split into partitions: partition_tokens,
+/// num_partitions and partition_split (0, or in fixed-grid mode on a bundle
+/// that takes it, the P of the kernels' per-sequence rule: a sequence of len
+/// tokens runs in at most P partitions of roundup(ceil(len / P),
+/// partition_tokens) tokens).
+struct PartitionPlan {
+  int32_t tokens = 0, parts = 0, split = 0;
+};
+
+/// The partition rule (docs/runtime.md) for `args` on `variant`, given the
+/// number of partition programs one partition per (sequence, KV head, tile)
+/// needs. Refuses with PA_ERROR_INVALID_ARGUMENT when the workspace cannot
+/// hold the partitions.
 pa_status planPartitions(const DeviceInfo &device, const BundleDesc &variant,
                          const pa_decode_args &args,
-                         int64_t programsPerPartition, int32_t &partitionTokens,
-                         int32_t &numPartitions);
+                         int64_t programsPerPartition, PartitionPlan &out);
 
 /// Loads bundles' modules on first use (the context's lazy loading).
 /// planDecode asks it for each bundle it plans on before reading the
@@ -443,6 +467,7 @@ struct DecodePlan {
   bool onePass = false;
   int32_t partitionTokens = 0;
   int32_t numPartitions = 0;
+  int32_t partitionSplit = 0; // PartitionPlan::split
   int32_t groupSize = 0;
   unsigned grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   unsigned reduceGrid[3] = {0, 0, 0}, reduceBlock[3] = {0, 0, 0};

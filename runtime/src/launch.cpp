@@ -81,6 +81,9 @@ static KernelArgs::Value paramValue(ParamId id, const pa_decode_args &args,
   case ParamId::PartitionTokens:
     v.i32 = plan.partitionTokens;
     break;
+  case ParamId::PartitionSplit:
+    v.i32 = plan.partitionSplit;
+    break;
   case ParamId::NumPartitions:
     v.i32 = plan.numPartitions;
     break;
@@ -135,6 +138,9 @@ static KernelArgs::Value paramValue(ParamId id, const pa_decode_args &args,
     break;
   case ParamId::ErrorWord:
     v.ptr = errorWord; // the context's (docs/runtime.md, "Bad block tables")
+    break;
+  case ParamId::TmpF32:
+    v.i32 = args.tmp_dtype == PA_F32;
     break;
   }
   return v;

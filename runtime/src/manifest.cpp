@@ -145,6 +145,7 @@ static const char *const kParamNames[kNumParamIds] = {"query",
                                                       "max_blocks_per_seq",
                                                       "max_num_partitions",
                                                       "partition_tokens",
+                                                      "partition_split",
                                                       "num_partitions",
                                                       "max_seq_len",
                                                       "alibi_slopes",
@@ -160,7 +161,8 @@ static const char *const kParamNames[kNumParamIds] = {"query",
                                                       "has_sinks",
                                                       "query_start_loc",
                                                       "max_query_len",
-                                                      "error_word"};
+                                                      "error_word",
+                                                      "tmp_f32"};
 
 const char *paramName(ParamId id) { return kParamNames[int(id)]; }
 
@@ -446,8 +448,13 @@ pa_status ManifestParser::parseScalar(int line, Scalar which,
   case kPtx:
     out.ptx = value;
     return okStatus();
-  case kDtype:
-  case kTmpDtype: {
+  case kTmpDtype:
+    if (value == "any") { // a run-time kernel parameter (tmp_f32)
+      out.tmpAny = true;
+      return okStatus();
+    }
+    [[fallthrough]];
+  case kDtype: {
     pa_dtype *field = which == kDtype ? &out.dtype : &out.tmpDtype;
     if (!parseDtype(value, *field))
       return error(line, "unknown %s '%s' (expected f16, bf16 or f32)", key,
@@ -648,7 +655,15 @@ pa_status ManifestParser::checkComplete() {
                  "cache_dtype %s differs from dtype %s: only caches of the "
                  "query's type or fp8 caches (f8E4M3FN, f8E5M2) are supported",
                  elemTypeName(out.cacheDtype), dtypeName(out.dtype));
-  if (out.tmpDtype != PA_F32 && out.tmpDtype != out.dtype)
+  if (out.tmpAny) {
+    // The kernels that touch tmp_output must be told its type.
+    for (Role role : {Role::Partition, Role::Reduce})
+      if (!out.takes(ParamId::TmpF32, role))
+        return error(scalarLine[kTmpDtype],
+                     "tmp_dtype any, but the %s kernel does not take "
+                     "tmp_f32 (tmp_output's type at run time)",
+                     roleName(role));
+  } else if (out.tmpDtype != PA_F32 && out.tmpDtype != out.dtype)
     return error(scalarLine[kTmpDtype],
                  "tmp_dtype %s must be f32 or the dtype (%s)",
                  dtypeName(out.tmpDtype), dtypeName(out.dtype));

@@ -4,10 +4,11 @@
 // reports exactly what pa_decode_v2 launches because both call planDecode.
 // The rule itself (planPartitions) is described in docs/runtime.md:
 //
-//   fixed-grid (max_seq_len == 0): every workspace partition is launched;
-//     partition_tokens = max(partition_size,
-//                            roundup(ceil(capacity / max_num_partitions),
-//                                    token_step))
+//   fixed-grid (max_seq_len == 0): partition_tokens T = max(partition_size,
+//     roundup(ceil(capacity / max_num_partitions), token_step)); P = the
+//     adaptive count at max_seq_len = capacity, at most ceil(capacity / T),
+//     partitions are launched and the kernels split each sequence over them
+//     (partition_split = P; bundles without it: every workspace partition)
 //   adaptive: among the partition counts p whose partitions hold at least
 //     64 tokens per warp and at most 2048 tokens (and at most
 //     max_num_partitions of them), the one
@@ -75,72 +76,114 @@ static double waves(int64_t programs, int64_t slots) {
   return whole + (frac > 0.0 ? std::max(frac, kPartialWave) : 0.0);
 }
 
-pa_status planPartitions(const DeviceInfo &device, const BundleDesc &variant,
-                         const pa_decode_args &args,
-                         int64_t programsPerPartition, int32_t &partitionTokens,
-                         int32_t &numPartitions) {
+/// The adaptive rule's partitions for contexts of at most `maxSeqLen`
+/// tokens, at most `maxParts` of them (file comment).
+static pa_status adaptivePartitions(const DeviceInfo &device,
+                                    const BundleDesc &variant,
+                                    int64_t maxSeqLen, int64_t maxParts,
+                                    int64_t programsPerPartition,
+                                    int64_t &tokens, int64_t &parts) {
+  const int64_t unit = variant.tokenStep * variant.warps;
+  const int64_t minTokens = roundUp(
+      std::max(ceilDiv(maxSeqLen, maxParts), kMinAdaptiveWarpTokens * variant.warps),
+      unit);
+  const int64_t most = ceilDiv(maxSeqLen, minTokens);
+  const int64_t slots = adaptiveSlots(device, variant);
+  const int64_t overhead = kProgramOverheadWarpTokens * variant.warps;
+  auto cost = [&](int64_t p, int64_t &t) {
+    t = roundUp(ceilDiv(maxSeqLen, p), unit);
+    if (ceilDiv(maxSeqLen, t) != p)
+      return -1.0; // another count's partitions
+    if (t > kMaxAdaptiveTokens && p < most)
+      return -1.0; // too long for a ragged batch
+    return waves(programsPerPartition * p, slots) * double(t + overhead);
+  };
+  double least = -1.0;
+  for (int64_t p = 1, t; p <= most; ++p) {
+    double c = cost(p, t);
+    if (c >= 0.0 && (least < 0.0 || c < least))
+      least = c;
+  }
+  tokens = parts = 0;
+  for (int64_t p = 1, t; p <= most && parts == 0; ++p) {
+    double c = cost(p, t);
+    if (c >= 0.0 && c <= least * (1.0 + kFewerPartitionsSlack)) {
+      tokens = t;
+      parts = p;
+    }
+  }
+  if (parts > maxParts)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "max_seq_len (%lld) needs %lld partitions of %lld "
+                      "tokens, more than max_num_partitions (%lld)",
+                      static_cast<long long>(maxSeqLen),
+                      static_cast<long long>(parts),
+                      static_cast<long long>(tokens),
+                      static_cast<long long>(maxParts));
+  return okStatus();
+}
+
+/// The fixed grid (max_seq_len == 0): independent of the current lengths,
+/// so a captured graph stays valid; partitions past a sequence's end exit
+/// at once. partition_tokens T = max(partition_size, roundup(ceil(capacity
+/// / max_num_partitions), token_step)). On a bundle whose kernels take
+/// partition_split, the grid has the adaptive rule's partition count at
+/// the capacity (at most ceil(capacity / T)), and each sequence is split
+/// over it on the device (PartitionPlan); else every workspace partition
+/// is launched, T tokens each.
+static pa_status fixedPartitions(const DeviceInfo &device,
+                                 const BundleDesc &variant,
+                                 const pa_decode_args &args,
+                                 int64_t programsPerPartition, int64_t &tokens,
+                                 int64_t &parts, int64_t &split) {
   const int64_t step = variant.tokenStep;
   const int64_t capacity = int64_t(args.max_blocks_per_seq) * args.block_size;
-  int64_t tokens = 0, parts = 0;
+  tokens = std::max<int64_t>(
+      args.partition_size,
+      roundUp(ceilDiv(capacity, args.max_num_partitions), step));
+  parts = args.max_num_partitions;
+  split = 0;
+  if (tokens % step != 0)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "partition_size (%d) must be a multiple of the token "
+                      "step (%lld) of variant '%s' in fixed-grid mode",
+                      int(args.partition_size), static_cast<long long>(step),
+                      variant.name.c_str());
+  if (parts * tokens < capacity)
+    return makeStatus(PA_ERROR_INVALID_ARGUMENT,
+                      "max_num_partitions (%d) partitions of %lld tokens "
+                      "cover %lld tokens, fewer than max_blocks_per_seq * "
+                      "block_size = %lld",
+                      int(args.max_num_partitions),
+                      static_cast<long long>(tokens),
+                      static_cast<long long>(parts * tokens),
+                      static_cast<long long>(capacity));
+  if (!variant.takes(ParamId::PartitionSplit, Role::Partition) ||
+      !variant.takes(ParamId::PartitionSplit, Role::Reduce))
+    return okStatus();
+  int64_t adaptiveTokens = 0, adaptiveParts = 0;
+  if (!isOk(adaptivePartitions(device, variant, capacity, parts,
+                               programsPerPartition, adaptiveTokens,
+                               adaptiveParts)) ||
+      adaptiveParts < 1)
+    return okStatus();
+  parts = split = std::min(adaptiveParts, ceilDiv(capacity, tokens));
+  return okStatus();
+}
+
+pa_status planPartitions(const DeviceInfo &device, const BundleDesc &variant,
+                         const pa_decode_args &args,
+                         int64_t programsPerPartition, PartitionPlan &out) {
+  const int64_t step = variant.tokenStep;
+  int64_t tokens = 0, parts = 0, split = 0;
   if (args.max_seq_len == 0) {
-    // Fixed grid: independent of the current lengths, so a captured graph
-    // stays valid; partitions past a sequence's end exit at once.
-    tokens = std::max<int64_t>(
-        args.partition_size,
-        roundUp(ceilDiv(capacity, args.max_num_partitions), step));
-    parts = args.max_num_partitions;
-    if (tokens % step != 0)
-      return makeStatus(PA_ERROR_INVALID_ARGUMENT,
-                        "partition_size (%d) must be a multiple of the token "
-                        "step (%lld) of variant '%s' in fixed-grid mode",
-                        int(args.partition_size), static_cast<long long>(step),
-                        variant.name.c_str());
-    if (parts * tokens < capacity)
-      return makeStatus(PA_ERROR_INVALID_ARGUMENT,
-                        "max_num_partitions (%d) partitions of %lld tokens "
-                        "cover %lld tokens, fewer than max_blocks_per_seq * "
-                        "block_size = %lld",
-                        int(args.max_num_partitions),
-                        static_cast<long long>(tokens),
-                        static_cast<long long>(parts * tokens),
-                        static_cast<long long>(capacity));
+    PA_RETURN_IF_ERROR(fixedPartitions(device, variant, args,
+                                       programsPerPartition, tokens, parts,
+                                       split));
   } else {
-    const int64_t unit = step * variant.warps;
-    const int64_t minTokens =
-        roundUp(std::max(ceilDiv(args.max_seq_len, args.max_num_partitions),
-                         kMinAdaptiveWarpTokens * variant.warps),
-                unit);
-    const int64_t most = ceilDiv(args.max_seq_len, minTokens);
-    const int64_t slots = adaptiveSlots(device, variant);
-    const int64_t overhead = kProgramOverheadWarpTokens * variant.warps;
-    auto cost = [&](int64_t p, int64_t &t) {
-      t = roundUp(ceilDiv(args.max_seq_len, p), unit);
-      if (ceilDiv(args.max_seq_len, t) != p)
-        return -1.0; // another count's partitions
-      if (t > kMaxAdaptiveTokens && p < most)
-        return -1.0; // too long for a ragged batch
-      return waves(programsPerPartition * p, slots) * double(t + overhead);
-    };
-    double least = -1.0;
-    for (int64_t p = 1, t; p <= most; ++p) {
-      double c = cost(p, t);
-      if (c >= 0.0 && (least < 0.0 || c < least))
-        least = c;
-    }
-    for (int64_t p = 1, t; p <= most && parts == 0; ++p) {
-      double c = cost(p, t);
-      if (c >= 0.0 && c <= least * (1.0 + kFewerPartitionsSlack)) {
-        tokens = t;
-        parts = p;
-      }
-    }
-    if (parts > args.max_num_partitions)
-      return makeStatus(PA_ERROR_INVALID_ARGUMENT,
-                        "max_seq_len (%d) needs %lld partitions of %lld "
-                        "tokens, more than max_num_partitions (%d)",
-                        int(args.max_seq_len), static_cast<long long>(parts),
-                        static_cast<long long>(tokens),
-                        int(args.max_num_partitions));
+    PA_RETURN_IF_ERROR(adaptivePartitions(device, variant, args.max_seq_len,
+                                          args.max_num_partitions,
+                                          programsPerPartition, tokens, parts));
     if (tokens % step != 0)
       return makeStatus(PA_ERROR_INVALID_ARGUMENT,
                         "partition_tokens (%lld) must be a multiple of the "
@@ -152,8 +195,9 @@ pa_status planPartitions(const DeviceInfo &device, const BundleDesc &variant,
     return makeStatus(PA_ERROR_INVALID_ARGUMENT,
                       "partition_tokens (%lld) does not fit in 32 bits",
                       static_cast<long long>(tokens));
-  partitionTokens = int32_t(tokens);
-  numPartitions = int32_t(parts);
+  out.tokens = int32_t(tokens);
+  out.parts = int32_t(parts);
+  out.split = int32_t(split);
   return okStatus();
 }
 
@@ -240,8 +284,12 @@ static pa_status planOn(const DeviceInfo &device,
   PA_RETURN_IF_ERROR(evalGrid(v, Role::Partition, env, base));
   int64_t programsPerPartition = int64_t(base[0]) * base[1] * base[2];
 
-  PA_RETURN_IF_ERROR(planPartitions(device, v, args, programsPerPartition,
-                                    plan.partitionTokens, plan.numPartitions));
+  PartitionPlan split;
+  PA_RETURN_IF_ERROR(
+      planPartitions(device, v, args, programsPerPartition, split));
+  plan.partitionTokens = split.tokens;
+  plan.numPartitions = split.parts;
+  plan.partitionSplit = split.split;
   programs = programsPerPartition * plan.numPartitions;
   plan.variant = index;
   plan.groupSize = groupSize;
@@ -262,11 +310,14 @@ static pa_status planOn(const DeviceInfo &device,
 }
 
 VariantKey variantKeyOf(const pa_decode_args &args) {
-  return VariantKey{args.dtype, args.tmp_dtype, args.head_size,
-                    args.block_size, args.num_heads / args.num_kv_heads,
-                    args.alibi_slopes != 0 || args.logits_soft_cap > 0.0f,
-                    args.sliding_window > 0, callCacheType(args),
-                    args.sinks != 0, args.query_start_loc != 0};
+  VariantKey key{args.dtype, args.tmp_dtype, args.head_size,
+                 args.block_size, args.num_heads / args.num_kv_heads,
+                 args.alibi_slopes != 0 || args.logits_soft_cap > 0.0f,
+                 args.sliding_window > 0, callCacheType(args),
+                 args.sinks != 0, args.query_start_loc != 0};
+  if (args.query_start_loc != 0 && args.max_query_len > 1)
+    key.queryLen = args.max_query_len;
+  return key;
 }
 
 /// The wide twin planDecode may run for `chosen`, or -1, and how many
@@ -345,6 +396,7 @@ void exportPlan(const DecodePlan &plan, const BundleDesc &variant,
   out.one_pass = plan.onePass ? 1 : 0;
   out.partition_tokens = plan.partitionTokens;
   out.num_partitions = plan.numPartitions;
+  out.partition_split = plan.partitionSplit;
   out.resident_programs = variant.residentPrograms;
   for (int d = 0; d < 3; ++d) {
     out.grid[d] = plan.grid[d];

@@ -7,10 +7,12 @@
 // soft cap, sliding window, fp8 scales). Among those, bundles for the newest
 // chip the device runs win (from sm_80 they hold the tensor-core kernel;
 // sm_70 bundles run everywhere through the driver's JIT but on CUDA cores);
-// within one chip the tile is chosen so that one program covers a whole KV
-// head's group when some tile can (K/V read once per KV head), else the
-// largest tile (fewest re-reads); then the lean kernel, then the fewest
-// warps per program. A bundle may have a wide twin (the same kernel with
+// within one chip the tile is the one whose programs read each K/V token
+// fewest times (its partition grid for one KV head: a tile covering the
+// group once per query token, or once per heads_per_program / group_size
+// tokens where a tensor-core tile packs several, else the largest tile),
+// the smaller of equals; then the lean kernel, then the fewest warps per
+// program. A bundle may have a wide twin (the same kernel with
 // more warps per program, or a bundle that declares itself its twin and is
 // never chosen on its own): planDecode launches it for small grids
 // (BundleDesc::wideTwin, linked when bundles load). Bundles for a chip newer
@@ -72,14 +74,45 @@ pa_status checkChip(const BundleDesc &desc, const DeviceInfo &device) {
   return okStatus();
 }
 
-/// True when `a` is a better tile than `b` for `group`: a tile covering the
-/// group beats one that does not; among covering tiles the smallest wins
-/// (fewest masked heads), among the others the largest (fewest K/V reloads).
-static bool betterTile(int a, int b, int group) {
-  bool aCovers = a >= group, bCovers = b >= group;
-  if (aCovers != bCovers)
-    return aCovers;
-  return aCovers ? a < b : a > b;
+/// How many programs read each K/V token of one KV head for `key`: the
+/// partition grid's x times y for one sequence, KV head and partition. A
+/// tile covering the group is read by one program per query token, or by
+/// fewer where the tile packs heads_per_program / group_size tokens into
+/// a program (tensor cores: its grid says so). 0 if it cannot be evaluated.
+static int64_t kvReaders(const BundleDesc &d, const VariantKey &key) {
+  GridEnv env;
+  env.set(GridSym::NumSeqs, 1);
+  env.set(GridSym::NumKvHeads, 1);
+  env.set(GridSym::NumHeads, key.groupSize);
+  env.set(GridSym::GroupSize, key.groupSize);
+  env.set(GridSym::HeadsPerProgram, d.headsPerProgram);
+  env.set(GridSym::NumPartitions, 1);
+  env.set(GridSym::MaxNumPartitions, 1);
+  env.set(GridSym::PartitionTokens, d.tokenStep);
+  env.set(GridSym::HeadSize, d.headSize);
+  env.set(GridSym::BlockSize, key.blockSize);
+  env.set(GridSym::Warps, d.warps);
+  env.set(GridSym::TokenStep, d.tokenStep);
+  env.set(GridSym::MaxBlocksPerSeq, 1);
+  env.set(GridSym::QuerySlots, key.queryLen);
+  const KernelDesc &k = d.kernel(Role::Partition);
+  int64_t x = 0, y = 0;
+  if (!evalGridExpr(k.grid[0], env, x) || !evalGridExpr(k.grid[1], env, y))
+    return 0;
+  return x * y;
+}
+
+/// True when `a` is a better tile than `b` for `key`: fewer programs
+/// reading each K/V token (a tile covering the group beats one that does
+/// not, the largest of those that do not wins; with several query tokens a
+/// tile that packs more of them), then the smaller tile (fewest masked
+/// heads).
+static bool betterTile(const BundleDesc &a, const BundleDesc &b,
+                       const VariantKey &key) {
+  int64_t ra = kvReaders(a, key), rb = kvReaders(b, key);
+  if (ra > 0 && rb > 0 && ra != rb)
+    return ra < rb;
+  return a.headsPerProgram < b.headsPerProgram;
 }
 
 bool servesFeatures(const BundleDesc &d, const VariantKey &key) {
@@ -109,7 +142,7 @@ static int selectAmong(const std::vector<BundleDesc> &descs,
   for (size_t i : candidates) {
     const BundleDesc &d = descs[i];
     if (d.dtype != key.dtype || d.cacheDtype != key.cacheType() ||
-        d.tmpDtype != key.tmpDtype || d.headSize != key.headSize ||
+        !servesTmpDtype(d, key.tmpDtype) || d.headSize != key.headSize ||
         !servesBlockSize(d, key.blockSize) || !servesFeatures(d, key) ||
         !d.twinOf.empty())
       continue;
@@ -124,7 +157,7 @@ static int selectAmong(const std::vector<BundleDesc> &descs,
       if (d.chipVersion > b.chipVersion)
         best = int(i);
     } else if (d.headsPerProgram != b.headsPerProgram) {
-      if (betterTile(d.headsPerProgram, b.headsPerProgram, key.groupSize))
+      if (betterTile(d, b, key))
         best = int(i);
     } else if (b.takes(ParamId::AlibiSlopes) &&
                !d.takes(ParamId::AlibiSlopes)) {
@@ -182,13 +215,19 @@ static uint64_t exactKey(int dtype, int cache, int tmp, int head) {
          uint64_t(tmp & 0xff) << 40 | uint64_t(head & 0xfffff) << 20;
 }
 
+/// A bundle's key; a run-time tmp_dtype ("any") is filed under f32, and
+/// also under the dtype (VariantIndex::add).
 static uint64_t exactKeyOf(const BundleDesc &d) {
-  return exactKey(d.dtype, d.cacheDtype, d.tmpDtype, d.headSize);
+  return exactKey(d.dtype, d.cacheDtype, d.tmpAny ? PA_F32 : d.tmpDtype,
+                  d.headSize);
 }
 
 void VariantIndex::add(const std::vector<BundleDesc> &descs, size_t i) {
   const BundleDesc &d = descs[i];
   byKey[exactKeyOf(d)].push_back(int(i));
+  if (d.tmpAny && d.dtype != PA_F32) // it serves both keys' calls
+    byKey[exactKey(d.dtype, d.cacheDtype, d.dtype, d.headSize)].push_back(
+        int(i));
   names.emplace(d.name, int(i));
   if (!d.twinOf.empty())
     declaredTwins[d.twinOf].push_back(int(i));
@@ -231,8 +270,9 @@ const std::vector<int> &VariantIndex::twinsOf(const std::string &name) const {
 /// kernel's parameters (the features).
 static bool sameCalls(const BundleDesc &a, const BundleDesc &b) {
   if (a.dtype != b.dtype || a.cacheDtype != b.cacheDtype ||
-      a.tmpDtype != b.tmpDtype || a.headSize != b.headSize ||
-      a.blockSize != b.blockSize || a.chip != b.chip)
+      a.tmpAny != b.tmpAny || (!a.tmpAny && a.tmpDtype != b.tmpDtype) ||
+      a.headSize != b.headSize || a.blockSize != b.blockSize ||
+      a.chip != b.chip)
     return false;
   for (int r = 0; r < kNumRoles; ++r)
     if (a.kernels[r].present != b.kernels[r].present ||

@@ -401,8 +401,18 @@ struct Case {
   int queryLen = 0;
   /// --poison: what is wrong with the inputs (Poison below).
   int poison = 0;
+  /// tmp_output in the query's 16-bit type instead of f32 (the bundles
+  /// take its type at run time: the same kernels serve both).
+  bool tmpHalf = false;
   uint64_t seed = 0;
+  pa_dtype tmpDtype() const { return tmpHalf ? dtype : PA_F32; }
 };
+
+/// The tmp_output type of a case that cycles by `salt`: every other value
+/// in the query's type (16-bit queries; f32 ones have an f32 workspace).
+bool halfTmp(pa_dtype dtype, int salt) {
+  return dtype != PA_F32 && salt % 2 == 1;
+}
 
 /// Poisoned cases: bad block-table entries (>= num_blocks and negative) in
 /// chosen sequences; a seq_len out of range; a bad entry wholly before a
@@ -434,6 +444,7 @@ std::vector<Case> coveringCases(bool quick, bool withLong, uint64_t seed) {
     c.profile = i % 4 == 0 ? kShort : i % 4 == 2 ? kMedium : kRagged;
     // Every combination of the features, none in half the cases.
     c.features = i % 2 ? 0 : (i / 2) % 16;
+    c.tmpHalf = halfTmp(c.dtype, i / 3);
     cases.push_back(c);
   }
   if (withLong) {
@@ -446,6 +457,7 @@ std::vector<Case> coveringCases(bool quick, bool withLong, uint64_t seed) {
       c.fixedGrid = i >= 3;
       c.profile = kLong;
       c.features = i % 2 ? kWindow : 0; // windows skip whole partitions
+      c.tmpHalf = halfTmp(c.dtype, i / 3);
       cases.push_back(c);
     }
   }
@@ -713,7 +725,7 @@ pa_decode_args baseArgs(const Case &c, const Inputs &in) {
   pa_decode_args a;
   std::memset(&a, 0, sizeof(a));
   a.dtype = c.dtype;
-  a.tmp_dtype = PA_F32;
+  a.tmp_dtype = c.tmpDtype();
   a.num_seqs = in.numSeqs;
   a.num_heads = in.numHeads;
   a.num_kv_heads = in.numKvHeads;
@@ -911,7 +923,7 @@ bool uploadInputs(const Case &c, const Inputs &in,
   HostTensor tmp;
   output.resize(c.dtype, rows * in.headSize);
   output.setNaN();
-  tmp.resize(PA_F32, partRows * in.headSize);
+  tmp.resize(c.tmpDtype(), partRows * in.headSize);
   tmp.setNaN();
   std::vector<float> stats(partRows, NAN);
 
@@ -1180,7 +1192,8 @@ Result runCase(pa_context *ctx, CUstream stream, const Case &c,
 //===----------------------------------------------------------------------===//
 
 /// (dtype, cache dtype, head size, block size) keys the library serves
-/// (tmp f32): caches of the dtype first, then the fp8 ones.
+/// (tmp f32; the bundles of this build serve tmp_output in the dtype too):
+/// caches of the dtype first, then the fp8 ones.
 std::vector<Case> servedKeys(pa_context *ctx) {
   std::vector<Case> keys;
   for (pa_kv_cache_dtype cache :
@@ -1349,6 +1362,7 @@ void addPoisonCases(std::vector<Case> &cases, const Case &key, int k,
   };
   for (const P &p : kPoisonCases) {
     Case c = key;
+    c.tmpHalf = halfTmp(c.dtype, k + int(&p - kPoisonCases));
     c.poison = p.poison;
     c.shape = p.shape;
     c.profile = p.profile;
@@ -1374,6 +1388,7 @@ void addShapeCases(std::vector<Case> &cases, const Case &key, int k, bool quick,
     c.profile = j % 3 == 0 ? kShort : kRagged;
     c.features = j == 0 ? 0 : j == 1 ? kWindow : kAllFeatures;
     c.scales = ScaleMode(j % kNumScaleModes);
+    c.tmpHalf = halfTmp(c.dtype, k + j / 2);
     appendCase(cases, c, seed);
   }
 }
@@ -1392,6 +1407,7 @@ void addQueryTokenCases(std::vector<Case> &cases, const Case &key, int k,
     c.profile = j == 0 ? kRagged : kMedium;
     c.features = (k + j) % 2 ? kAllFeatures : (k * 3 + j) % 16;
     c.scales = ScaleMode((k + j) % kNumScaleModes);
+    c.tmpHalf = halfTmp(c.dtype, k / 2 + j);
     appendCase(cases, c, seed);
   }
 }
@@ -1409,6 +1425,7 @@ void addSmallGridCases(std::vector<Case> &cases, const Case &key, int k,
     c.fixedGrid = j == 1;
     c.features = j == 0 ? 0 : kAllFeatures;
     c.scales = ScaleMode((k + j) % kNumScaleModes);
+    c.tmpHalf = halfTmp(c.dtype, k + 1);
     appendCase(cases, c, seed);
   }
 }
@@ -1435,7 +1452,7 @@ struct Summary {
   Tally total;
   std::map<std::string, Tally> table;
   std::set<std::string> ranDtype, ranHead, ranBlock, ranShape, ranMode,
-      ranProfile, ranFeature, ranCache, ranScales;
+      ranProfile, ranFeature, ranCache, ranScales, ranTmp;
 };
 
 /// The dtype, and for an fp8 cache its type: "f16+fp8e4m3".
@@ -1453,12 +1470,13 @@ std::string caseLabel(const Case &c) {
   char label[192];
   std::snprintf(
       label, sizeof(label),
-      "case %3d seed %llu: %-4s d%-3d b%-2d %-5s %2d/%-2d %-6s %-8s %s%s%s%s",
+      "case %3d seed %llu: %-4s d%-3d b%-2d %-5s %2d/%-2d %-6s %-8s %s%s%s%s%s",
       c.id, static_cast<unsigned long long>(c.seed), types.c_str(), c.headSize,
       c.blockSize, shape.label, shape.numHeads, shape.numKvHeads,
       kProfileNames[c.profile], c.fixedGrid ? "fixed" : "adaptive",
       featureLabel(c.features).c_str(), c.cache ? " scales " : "",
-      c.cache ? kScaleModeNames[c.scales] : "", kPoisonNames[c.poison]);
+      c.cache ? kScaleModeNames[c.scales] : "", kPoisonNames[c.poison],
+      c.tmpHalf ? " tmp=dtype" : "");
   return label;
 }
 
@@ -1473,6 +1491,7 @@ std::string keyLabel(const Case &c) {
 /// Notes the values of a case that passed.
 void notePassed(Summary &sum, const Case &c) {
   sum.ranDtype.insert(dtypeName(c.dtype));
+  sum.ranTmp.insert(c.tmpHalf ? "dtype" : "f32");
   sum.ranCache.insert(cacheName(c.cache));
   if (c.cache)
     sum.ranScales.insert(kScaleModeNames[c.scales]);
@@ -1536,12 +1555,12 @@ void printSummary(const Summary &sum,
   };
   std::printf("\nran: dtypes [%s] head sizes [%s] block sizes [%s]\n"
               "     heads [%s] modes [%s] lengths [%s] features [%s]\n"
-              "     caches [%s] fp8 scales [%s]\n",
+              "     caches [%s] fp8 scales [%s] tmp_output [%s]\n",
               list(sum.ranDtype).c_str(), list(sum.ranHead).c_str(),
               list(sum.ranBlock).c_str(), list(sum.ranShape).c_str(),
               list(sum.ranMode).c_str(), list(sum.ranProfile).c_str(),
               list(sum.ranFeature).c_str(), list(sum.ranCache).c_str(),
-              list(sum.ranScales).c_str());
+              list(sum.ranScales).c_str(), list(sum.ranTmp).c_str());
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

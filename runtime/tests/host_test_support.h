@@ -150,6 +150,9 @@ struct Spec {
   std::string name = "f16_d128_b16_h4_sm70";
   std::string chip = "sm_70";
   std::string dtype = "f16";
+  /// tmp_dtype; "any" (tmp_output's type at run time) adds tmp_f32 to the
+  /// partition and reduce kernels' params, as the compiler writes bundles
+  /// now.
   std::string tmp = "f32";
   int head = 128, block = 16, tile = 4, warps = 4, step = 16;
   bool onePass = true;
@@ -170,11 +173,18 @@ struct Spec {
   /// the grids' x carry the query slots, as the compiler writes bundles
   /// now (several query tokens per sequence).
   bool queryTokens = false;
+  /// With queryTokens: the grids' x serve heads_per_program / group_size
+  /// query tokens per program, as the compiler writes tensor-core bundles.
+  bool packsTokens = false;
   /// Bounds checks (docs/runtime.md, "Bad block tables"): the partition
   /// kernel takes num_blocks at its end, the one-pass kernel num_blocks and
   /// error_word, the reducer block_tables first, max_blocks_per_seq and
   /// num_blocks error_word at its end, as the compiler writes bundles now.
   bool bounds = false;
+  /// The partition and reduce kernels take partition_split after
+  /// partition_tokens (the fixed grid's per-sequence split), as the
+  /// compiler writes bundles now.
+  bool split = false;
   std::string cacheDtype() const { return cache.empty() ? dtype : cache; }
   bool fp8() const { return cache.compare(0, 2, "f8") == 0; }
 };
@@ -190,9 +200,14 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
       s.features + (s.fp8() && s.fp8Scales ? kFp8Params : "");
   std::string sinkParams = s.sinks ? " sinks has_sinks" : "";
   std::string qt = s.queryTokens ? " query_start_loc max_query_len" : "";
-  std::string slots = s.queryTokens ? "*query_slots" : "";
+  std::string programSlots =
+      s.packsTokens ? "ceil(query_slots/max(1,heads_per_program/group_size))"
+                    : "query_slots";
+  std::string slots = s.queryTokens ? "*" + programSlots : "";
   std::string bounds = s.bounds ? " num_blocks error_word" : "";
   std::string partitionBounds = s.bounds ? " num_blocks" : "";
+  std::string split = s.split ? " partition_split" : "";
+  std::string tmpFlag = s.tmp == "any" ? " tmp_f32" : "";
   std::vector<std::string> lines = {
       "paged_attn-bundle 1",
       "name " + s.name,
@@ -211,19 +226,21 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
       "kernel reduce pa_" + s.name + "_reduce threads 128 smem 0",
       "params partition query key_cache value_cache block_tables seq_lens "
       "output exp_sums max_logits tmp_output scale max_blocks_per_seq "
-      "max_num_partitions partition_tokens num_kv_heads group_size" +
-          mainParams + qt + partitionBounds,
+      "max_num_partitions partition_tokens" + split +
+          " num_kv_heads group_size" + mainParams + qt + partitionBounds +
+          tmpFlag,
       std::string("params reduce ") + (s.bounds ? "block_tables " : "") +
           "output exp_sums max_logits tmp_output seq_lens " +
           (s.bounds ? "max_blocks_per_seq " : "") +
-          "num_heads max_num_partitions partition_tokens" +
+          "num_heads max_num_partitions partition_tokens" + split +
           std::string(s.features.find("sliding_window") != std::string::npos
                           ? " sliding_window"
                           : "") +
-          " num_partitions" + sinkParams + qt + bounds,
+          " num_partitions" + sinkParams + qt + bounds + tmpFlag,
       "grid partition num_partitions" + slots +
           " num_kv_heads*ceil(group_size/heads_per_program) num_seqs",
-      "grid reduce ceil(num_heads/ceil(4/ceil(num_partitions/8)))" + slots +
+      "grid reduce ceil(num_heads/ceil(4/ceil(num_partitions/8)))" +
+          std::string(s.queryTokens ? "*query_slots" : "") +
           " num_seqs",
   };
   if (!s.twinOf.empty())
@@ -238,7 +255,7 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
         "max_num_partitions partition_tokens num_kv_heads group_size" +
         mainParams + sinkParams + qt + bounds);
     lines.push_back("grid onepass " +
-                    (s.queryTokens ? std::string("query_slots") : "1") +
+                    (s.queryTokens ? programSlots : std::string("1")) +
                     " num_kv_heads*ceil(group_size/heads_per_program) "
                     "num_seqs");
   }
@@ -394,6 +411,7 @@ void lazyLoadingTests();
 void hostEntryTests();
 void queryTokenTests();
 void boundsTests();
+void tmpDtypeTests();
 
 } // namespace pa_test
 

@@ -399,6 +399,7 @@ int main() {
   hostEntryTests();
   queryTokenTests();
   boundsTests();
+  tmpDtypeTests();
 
   cleanup();
   std::printf("%ld checks evaluated\n", harness.checks);

@@ -9,6 +9,7 @@
 
 #include "host_test_support.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -562,7 +563,7 @@ struct PlanStep {
   // The expected plan; `refusedWith` set: no plan, this status code.
   std::optional<pa_status_code> refusedWith;
   std::optional<std::string> variant;
-  std::optional<int> onePass, partitionTokens, numPartitions, resident;
+  std::optional<int> onePass, partitionTokens, numPartitions, split, resident;
   std::optional<Dim3> grid, block, reduceGrid, reduceBlock;
   /// partition_tokens * num_partitions covers at least this many tokens.
   std::optional<int64_t> covers;
@@ -584,6 +585,7 @@ struct PlanStep {
   PlanStep &onePassIs(int v) { return onePass = v, *this; }
   PlanStep &tokens(int v) { return partitionTokens = v, *this; }
   PlanStep &parts(int v) { return numPartitions = v, *this; }
+  PlanStep &splitIs(int v) { return split = v, *this; }
   PlanStep &residentIs(int v) { return resident = v, *this; }
   PlanStep &gridIs(Dim3 v) { return grid = v, *this; }
   PlanStep &blockIs(Dim3 v) { return block = v, *this; }
@@ -627,6 +629,8 @@ void checkPlan(const PlanStep &s, const pa_plan &p) {
     CHECK_EQ(p.partition_tokens, *s.partitionTokens);
   if (s.numPartitions)
     CHECK_EQ(p.num_partitions, *s.numPartitions);
+  if (s.split)
+    CHECK_EQ(p.partition_split, *s.split);
   if (s.resident)
     CHECK_EQ(p.resident_programs, *s.resident);
   if (s.grid)
@@ -668,6 +672,13 @@ void runPlanCase(const PlanCase &c) {
       }
     }
   });
+}
+
+/// Spec() whose partition and reduce kernels take partition_split.
+Spec splitting() {
+  Spec s;
+  s.split = true;
+  return s;
 }
 
 /// A bundle and its wide twin (the same kernel with 8 warps per program),
@@ -839,6 +850,24 @@ const std::vector<PlanCase> &planCases() {
             .gridIs({64, 8, 4})
             .reduceGridIs({32, 4, 1}),
         Step().on(kV100).tokens(512).parts(64)}},
+      // Bundles whose kernels take partition_split: the fixed grid has the
+      // adaptive rule's count at the capacity (32768 tokens, 32 programs
+      // per partition: 16, as plan_rule_direct) and each sequence is split
+      // over it on the device in multiples of 512 tokens. Capacity 512:
+      // one partition, the one-pass kernel. Without the parameter: every
+      // workspace partition (plan_fixed_grid).
+      {"plan_fixed_grid_split",
+       {Step()
+            .with({splitting()})
+            .seqLen(0)
+            .onePassIs(0)
+            .tokens(512)
+            .parts(16)
+            .splitIs(16)
+            .gridIs({16, 8, 4}),
+        Step().seqLen(32768).parts(16).tokens(2048).splitIs(0),
+        Step().seqLen(0).blocksPerSeq(32).onePassIs(1).parts(1).splitIs(1),
+        Step().with({Spec()}).blocksPerSeq(2048).parts(64).splitIs(0)}},
       // A workspace smaller than capacity/partition_size: partitions grow.
       // ceil(32768/10) = 3277 -> roundup 16 = 3280 tokens x 10 partitions.
       {"plan_fixed_grid_small_workspace",
@@ -1030,11 +1059,11 @@ void planTests() {
     a.max_seq_len = 32768;
     for (const auto &c : cases) {
       d.residentPrograms = c.residentPrograms;
-      int32_t tokens = 0, parts = 0;
-      CHECK_OK(
-          planPartitions(kH200, d, a, c.programsPerPartition, tokens, parts));
-      CHECK_EQ(parts, c.parts);
-      CHECK_EQ(tokens, c.tokens);
+      PartitionPlan p;
+      CHECK_OK(planPartitions(kH200, d, a, c.programsPerPartition, p));
+      CHECK_EQ(p.parts, c.parts);
+      CHECK_EQ(p.tokens, c.tokens);
+      CHECK_EQ(p.split, 0);
     }
   });
 }
@@ -1048,6 +1077,28 @@ namespace {
 /// Kernel parameters in manifest order: the base kernels', an _ext
 /// variant's features, the sinks.
 void kernelParamTests() {
+  // The fixed grid's split reaches the partition and reduce kernels right
+  // after partition_tokens; the adaptive grid passes 0.
+  run("marshal_partition_split", [] {
+    BundleDesc d = descFor(splitting());
+    pa_decode_args a = validArgs();
+    a.max_seq_len = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+      DecodePlan plan;
+      CHECK_OK(planDecode(kH200, {d}, a, true, plan));
+      CHECK_EQ(plan.partitionSplit, pass == 0 ? 16 : 0);
+      for (Role role : {Role::Partition, Role::Reduce}) {
+        const std::vector<ParamId> &ids = d.kernel(role).params;
+        auto at = std::find(ids.begin(), ids.end(), ParamId::PartitionSplit);
+        CHECK(at != ids.end() && at[-1] == ParamId::PartitionTokens);
+        KernelArgs k;
+        marshalParams(d.kernel(role), a, plan, k);
+        CHECK_EQ(*static_cast<int32_t *>(k.pointers[at - ids.begin()]),
+                 plan.partitionSplit);
+      }
+      a.max_seq_len = 32768;
+    }
+  });
   run("marshal_params_in_manifest_order", [] {
     BundleDesc d = descFor(Spec());
     pa_decode_args a = validArgs();

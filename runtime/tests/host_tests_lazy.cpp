@@ -375,6 +375,29 @@ void captureAndPreloadTests() {
     CHECK_STATUS(pa_context_library_stats(f.ctx, nullptr),
                  PA_ERROR_INVALID_ARGUMENT, "out is null");
   });
+  run("preload_loads_every_query_length_tile", [] {
+    // Tensor-core tiles of 8 and 16 rows: one token per sequence runs the
+    // 8-row tile, several the 16-row one (it packs them). A preload of the
+    // key loads both, so a captured multi-token call loads nothing.
+    std::string dir = makeDir("preload-tiles");
+    for (int rows : {8, 16}) {
+      Spec s = tileSpec(rows);
+      s.name = "f16_d128_h" + std::to_string(rows) + "_mma_sm90";
+      s.chip = "sm_90", s.block = 0, s.queryTokens = s.packsTokens = true;
+      writeBundle(dir, s);
+    }
+    FakeContext f(kH200);
+    CHECK_OK(pa_context_load_library(f.ctx, dir.c_str()));
+    pa_decode_args a = validArgs();
+    CHECK_OK(pa_context_preload(f.ctx, &a, 1));
+    CHECK_EQ(fake.loads.load(), 2);
+    a.query_start_loc = 0x200000;
+    a.max_query_len = 8;
+    fake.capturing = true;
+    CHECK_OK(pa_decode_v2(f.ctx, &a, nullptr));
+    CHECK_EQ(fake.loads.load(), 2);
+    fake.capturing = false;
+  });
 }
 
 } // namespace

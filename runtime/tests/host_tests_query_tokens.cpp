@@ -128,6 +128,38 @@ void queryTokenTests() {
     a.max_query_len = 0;
     CHECK_OK(planWith(Spec(), a, plan));
   });
+  run("query_tokens_pick_the_packing_tile", [] {
+    // Tensor-core tiles of 8 and 16 rows, group 4 (32 / 8 heads): one
+    // token per sequence runs the 8-row tile (it covers the group); with
+    // max_query_len 4 the 16-row tile packs 4 tokens per program, so K/V
+    // are read by one program instead of 2 (8 tokens: 2 instead of 4).
+    auto tile = [](int rows, bool packs) {
+      Spec s = multiTokenSpec();
+      s.name = "f16_d128_h" + std::to_string(rows) + (packs ? "_mma" : "") +
+               "_sm90";
+      s.chip = "sm_90", s.block = 0, s.tile = rows, s.packsTokens = packs;
+      return s;
+    };
+    auto planned = [](const std::vector<Spec> &specs, int queryLen) {
+      HostContext h(kH200, specs);
+      pa_decode_args a = queryLen ? multiTokenArgs() : validArgs();
+      if (queryLen)
+        a.max_query_len = queryLen;
+      pa_plan plan;
+      std::memset(&plan, 0, sizeof(plan));
+      pa_status s = pa_plan_decode_v2(h.ctx, &a, &plan);
+      return s.code == PA_OK ? std::string(plan.variant) : std::string(s.message);
+    };
+    std::vector<Spec> mma = {tile(8, true), tile(16, true)};
+    CHECK_EQ(planned(mma, 0), "f16_d128_h8_mma_sm90");
+    CHECK_EQ(planned(mma, 1), "f16_d128_h8_mma_sm90");
+    CHECK_EQ(planned(mma, 2), "f16_d128_h8_mma_sm90"); // 1 program either way
+    CHECK_EQ(planned(mma, 4), "f16_d128_h16_mma_sm90");
+    CHECK_EQ(planned(mma, 8), "f16_d128_h16_mma_sm90");
+    // Tiles that serve one token per program (SIMT): the group decides.
+    std::vector<Spec> simt = {tile(8, false), tile(16, false)};
+    CHECK_EQ(planned(simt, 8), "f16_d128_h8_sm90");
+  });
 }
 
 } // namespace pa_test

@@ -16,7 +16,7 @@
 // MANIFEST-NEXT: ptx pa_bf16_d256_h2_sm70.ptx
 // MANIFEST-NEXT: dtype bf16
 // MANIFEST-NEXT: cache_dtype bf16
-// MANIFEST-NEXT: tmp_dtype f32
+// MANIFEST-NEXT: tmp_dtype any
 // MANIFEST-NEXT: head_size 256
 // MANIFEST-NEXT: block_size any
 // MANIFEST-NEXT: heads_per_program 2
@@ -25,9 +25,9 @@
 // MANIFEST-NEXT: kernel partition pa_bf16_d256_h2_partition threads 128 smem 8576
 // MANIFEST-NEXT: kernel onepass pa_bf16_d256_h2_onepass threads 128 smem 8576
 // MANIFEST-NEXT: kernel reduce pa_bf16_d256_h2_reduce threads 128 smem 4128
-// MANIFEST-NEXT: params partition query key_cache value_cache block_tables seq_lens output exp_sums max_logits tmp_output scale max_blocks_per_seq block_size max_num_partitions partition_tokens num_kv_heads group_size sliding_window query_start_loc max_query_len num_blocks{{$}}
+// MANIFEST-NEXT: params partition query key_cache value_cache block_tables seq_lens output exp_sums max_logits tmp_output scale max_blocks_per_seq block_size max_num_partitions partition_tokens partition_split num_kv_heads group_size sliding_window query_start_loc max_query_len num_blocks tmp_f32{{$}}
 // MANIFEST-NEXT: params onepass query key_cache value_cache block_tables seq_lens output exp_sums max_logits tmp_output scale max_blocks_per_seq block_size max_num_partitions partition_tokens num_kv_heads group_size sliding_window sinks has_sinks query_start_loc max_query_len num_blocks error_word{{$}}
-// MANIFEST-NEXT: params reduce block_tables seq_lens output exp_sums max_logits tmp_output max_blocks_per_seq block_size num_heads max_num_partitions partition_tokens sliding_window num_partitions sinks has_sinks query_start_loc max_query_len num_blocks error_word{{$}}
+// MANIFEST-NEXT: params reduce block_tables seq_lens output exp_sums max_logits tmp_output max_blocks_per_seq block_size num_heads max_num_partitions partition_tokens partition_split sliding_window num_partitions sinks has_sinks query_start_loc max_query_len num_blocks error_word tmp_f32{{$}}
 // MANIFEST-NEXT: grid partition num_partitions*query_slots num_kv_heads*ceil(group_size/heads_per_program) num_seqs
 // MANIFEST-NEXT: grid onepass query_slots num_kv_heads*ceil(group_size/heads_per_program) num_seqs
 // MANIFEST-NEXT: grid reduce ceil(num_heads/ceil(4/ceil(num_partitions/8)))*query_slots num_seqs

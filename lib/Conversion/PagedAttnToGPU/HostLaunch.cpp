@@ -65,7 +65,6 @@ gpu::GPUModuleOp getOrCreateVariantModule(RewriterBase &rewriter,
                b.getDictionaryAttr({
                    b.getNamedAttr("dtype", TypeAttr::get(plan.elemType)),
                    b.getNamedAttr("cache_dtype", TypeAttr::get(plan.cacheType)),
-                   b.getNamedAttr("tmp_dtype", TypeAttr::get(plan.tmpType)),
                    b.getNamedAttr("head_size",
                                   b.getI64IntegerAttr(plan.headSize)),
                    b.getNamedAttr("heads_per_program",
@@ -108,6 +107,17 @@ Value flatten(OpBuilder &b, Location loc, Value memref) {
                                            /*offset=*/0,
                                            /*sizes=*/{kFlatExtent},
                                            /*strides=*/{1});
+}
+
+/// tmp_output's flat view as the kernels take it: bytes (they view them as
+/// the type `tmp_f32` names). memref has no op that changes the element
+/// type of a memref that is not already i8, so the view is retyped by a
+/// cast that the host's LLVM lowering folds (with opaque pointers both
+/// types lower to the same descriptor, and the launch passes its pointer).
+Value tmpBytes(OpBuilder &b, Location loc, Value flatTmp) {
+  return UnrealizedConversionCastOp::create(
+             b, loc, flatMemRefType(b.getI8Type()), flatTmp)
+      .getResult(0);
 }
 
 /// The caches' block size as i32: the static dim, or memref.dim of the key
@@ -155,6 +165,9 @@ llvm::StringMap<Value> kernelArgValues(RewriterBase &rewriter, DecodeV2Op op,
         {"max_logits", op.getMaxLogits()},
         {"tmp_output", op.getTmpOutput()}})
     values[name] = flatten(rewriter, loc, v);
+  values["tmp_output"] = tmpBytes(rewriter, loc, values["tmp_output"]);
+  values["tmp_f32"] = i32(
+      cast<MemRefType>(op.getTmpOutput().getType()).getElementType().isF32());
   Value standIn = values["exp_sums"];
   auto optional = [&](Value v) {
     return v ? flatten(rewriter, loc, v) : standIn;
@@ -166,6 +179,7 @@ llvm::StringMap<Value> kernelArgValues(RewriterBase &rewriter, DecodeV2Op op,
   values["num_heads"] = i32(heads);
   values["max_num_partitions"] = sizes.maxNumPartitions;
   values["partition_tokens"] = i32(op.getPartitionSize());
+  values["partition_split"] = i32(0); // every partition holds partition_size
   values["num_kv_heads"] = i32(kvHeads);
   values["group_size"] = i32(heads / kvHeads);
   values["alibi_slopes"] = optional(op.getAlibiSlopes());

@@ -48,6 +48,19 @@ Value mlir::paged_attn::slidingWindowStart(ImplicitLocOpBuilder &b,
                                  cIdx(b, 0));
 }
 
+Value mlir::paged_attn::partitionTokensOf(ImplicitLocOpBuilder &b, Value len,
+                                         Value tokens, Value split) {
+  Value unit = toIndex(b, tokens);
+  Value perPart = arith::CeilDivUIOp::create(
+      b, len, arith::MaxUIOp::create(b, toIndex(b, split), cIdx(b, 1)));
+  Value units = arith::MaxUIOp::create(
+      b, arith::CeilDivUIOp::create(b, perPart, unit), cIdx(b, 1));
+  Value on = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, split,
+                                   arith::ConstantIntOp::create(b, 0, 32));
+  return arith::SelectOp::create(b, on, arith::MulIOp::create(b, units, unit),
+                                 unit);
+}
+
 QueryRow mlir::paged_attn::queryRowOf(ImplicitLocOpBuilder &b, Value gridX,
                                       Value seq, Value seqLens,
                                       Value queryStartLoc, Value maxQueryLen,
@@ -279,6 +292,24 @@ Value mlir::paged_attn::fromF32(ImplicitLocOpBuilder &b, Value f32,
   if (type.isF32())
     return f32;
   return arith::TruncFOp::create(b, type, f32);
+}
+
+TmpViews mlir::paged_attn::viewTmpOutput(ImplicitLocOpBuilder &b, Value bytes,
+                                         Value tmpF32, Type queryType) {
+  int64_t extent = cast<MemRefType>(bytes.getType()).getDimSize(0);
+  auto view = [&](Type elem) -> Value {
+    int64_t elems = extent / (elem.getIntOrFloatBitWidth() / 8);
+    return memref::ViewOp::create(b, MemRefType::get({elems}, elem), bytes,
+                                  cIdx(b, 0), ValueRange{});
+  };
+  TmpViews v;
+  v.f32 = view(b.getF32Type());
+  if (queryType.isF32())
+    return v;
+  v.half = view(queryType);
+  v.isF32 = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, tmpF32,
+                                  arith::ConstantIntOp::create(b, 0, 32));
+  return v;
 }
 
 Value mlir::paged_attn::shuffleXor(ImplicitLocOpBuilder &b, Value v,

@@ -22,6 +22,14 @@ Value toIndex(ImplicitLocOpBuilder &b, Value i32);
 /// the i32 kernel parameter `window` (0: no window, the result is 0).
 Value slidingWindowStart(ImplicitLocOpBuilder &b, Value seqLen, Value window);
 
+/// Context tokens per partition for a sequence of `len` tokens (index), from
+/// the i32 kernel parameters partition_tokens (T) and partition_split (P):
+/// T when P = 0, else roundup(max(ceil(len / P), 1), T), which splits len
+/// into at most P partitions (the runtime's fixed grid: docs/runtime.md).
+/// The partition and reduce kernels compute it alike.
+Value partitionTokensOf(ImplicitLocOpBuilder &b, Value len, Value tokens,
+                        Value split);
+
 /// Where a program's query rows lie (docs/features.md, "Several query
 /// tokens"). A program serves `perProgram` (P) consecutive query tokens of
 /// its sequence `seq`, from token j0: one everywhere but in the tensor-core
@@ -86,6 +94,18 @@ Value fp8PairToF16(ImplicitLocOpBuilder &b, Value bytes, Type fp8Type,
                    int64_t i);
 /// Converts an fp32 scalar to `type` (round to nearest even).
 Value fromF32(ImplicitLocOpBuilder &b, Value f32, Type type);
+
+/// tmp_output, whose element type is a run-time parameter (`tmp_f32`,
+/// KernelParams.h): its bytes viewed (memref.view) as f32 and, for a 16-bit
+/// query, as the query's type, and the i1 that picks one. The f32 view
+/// alone (`isF32` null) for f32 queries, whose tmp_output is f32.
+struct TmpViews {
+  Value f32, half, isF32;
+  /// Whether the kernel picks at run time (a 16-bit query).
+  bool both() const { return static_cast<bool>(isF32); }
+};
+TmpViews viewTmpOutput(ImplicitLocOpBuilder &b, Value bytes, Value tmpF32,
+                       Type queryType);
 
 /// `gpu.shuffle xor` over the full warp.
 Value shuffleXor(ImplicitLocOpBuilder &b, Value v, int64_t offset);

@@ -32,8 +32,6 @@ std::string KernelPlan::name() const {
   if (cacheType != elemType)
     n += "_kv" + typeName(cacheType);
   n += "_d" + std::to_string(headSize) + "_h" + std::to_string(headsPerProgram);
-  if (!tmpType.isF32())
-    n += "_tmp" + typeName(tmpType);
   if (warps != 4)
     n += "_w" + std::to_string(warps);
   if (extLogits)
@@ -78,10 +76,6 @@ static KernelPlan planTypes(DecodeV2Op op) {
   KernelPlan p;
   p.elemType = op.getQueryType().getElementType();
   p.cacheType = op.getKeyCacheType().getElementType();
-  p.tmpType = op.getTmpOutput()
-                  ? cast<ShapedType>(op.getTmpOutput().getType())
-                        .getElementType()
-                  : Float32Type::get(op.getContext());
   p.headSize = op.getHeadSize();
   p.cacheBytes = p.cacheType.getIntOrFloatBitWidth() / 8;
   p.keyPack = 16 / p.cacheBytes;

@@ -54,7 +54,8 @@ struct KernelPlan {
   // The variant key.
   Type elemType;      // query and output
   Type cacheType;     // key and value cache
-  Type tmpType;       // tmp_output
+  // No tmp_output type: the kernels take it at run time (`tmp_f32`), f32 or
+  // the query's 16-bit type, so one variant serves both.
   int64_t headSize;
   // No block size: it is the kernels' run-time `block_size` parameter (a
   // power of two in [8, 128]), so one variant serves every block size.
@@ -198,7 +199,7 @@ struct KernelPlan {
   int64_t wmmaBytes() const {
     return wmmaQueryOffset() + 2 * 16 * wmmaKeyStride();
   }
-  /// A stable name, e.g. "pa_f16_d128_h4" (tmp_output f32), with
+  /// A stable name, e.g. "pa_f16_d128_h4", with
   /// "_ext" for ALiBi and soft cap, "_mma" and "_wmma" for the tensor-core
   /// kernels.
   std::string name() const;

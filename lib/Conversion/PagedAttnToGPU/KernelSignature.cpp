@@ -21,8 +21,8 @@ SmallVector<Type> KernelSignature::types(MLIRContext *ctx) const {
     case ParamType::CachePtr:
       out.push_back(flatMemRefType(plan.cacheType));
       break;
-    case ParamType::TmpPtr:
-      out.push_back(flatMemRefType(plan.tmpType));
+    case ParamType::TmpPtr: // bytes, viewed as the run-time type
+      out.push_back(flatMemRefType(IntegerType::get(ctx, 8)));
       break;
     case ParamType::F32Ptr:
       out.push_back(flatMemRefType(f32));

@@ -62,13 +62,14 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
   maxLogits = arg("max_logits"), tmpOutput = arg("tmp_output"),
   scale = arg("scale"), maxBlocks = arg("max_blocks_per_seq"),
   maxParts = arg("max_num_partitions"), partTokens = arg("partition_tokens"),
+  partSplit = onePass ? Value() : arg("partition_split"),
   numKvHeads = arg("num_kv_heads"), groupSize = arg("group_size"),
   blockSizeArg = arg("block_size"), alibiSlopes = arg("alibi_slopes"),
   hasAlibi = arg("has_alibi"), slidingWindow = arg("sliding_window"),
   logitsSoftCap = arg("logits_soft_cap"), sinks = arg("sinks"),
   hasSinks = arg("has_sinks"), queryStartLoc = arg("query_start_loc"),
   maxQueryLen = arg("max_query_len"), numBlocks = arg("num_blocks"),
-  errorWord = arg("error_word");
+  errorWord = arg("error_word"), tmpF32 = arg("tmp_f32");
   shared = func.getWorkgroupAttributions().front();
 
   ImplicitLocOpBuilder b(loc, ctx);
@@ -354,10 +355,10 @@ std::pair<Value, Value> PartitionProgram::partitionOf(ImplicitLocOpBuilder &b,
                                                      Value unit, Value ctx) {
   if (onePass)
     return {cIdx(b, 0), ctx};
-  Value tokens = toIndex(b, partTokens);
-  Value start = arith::MulIOp::create(b, unit, tokens);
+  Value size = partitionTokensOf(b, tokens.len, partTokens, partSplit);
+  Value start = arith::MulIOp::create(b, unit, size);
   return {start, arith::MinUIOp::create(
-                     b, arith::AddIOp::create(b, start, tokens), ctx)};
+                     b, arith::AddIOp::create(b, start, size), ctx)};
 }
 
 void PartitionProgram::emitSentinels(ImplicitLocOpBuilder &b) {
@@ -382,6 +383,8 @@ void PartitionProgram::emitSentinels(ImplicitLocOpBuilder &b) {
 void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
   const int64_t heads = plan.headsPerProgram, d = plan.headSize;
   gpu::BarrierOp::create(b);
+  if (!onePass)
+    tmp = viewTmpOutput(b, tmpOutput, tmpF32, plan.elemType);
   // Each thread finishes (head, dim) pairs: merge the warps and store.
   int64_t total = heads * d, threads = plan.threads();
   for (int64_t base = 0; base < total; base += threads) {
@@ -437,8 +440,7 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
         b, arith::MulIOp::create(b, headRow, toIndex(b, maxParts)), part);
     Value tmpIdx = arith::AddIOp::create(
         b, arith::MulIOp::create(b, partIdx, cIdx(b, d)), dim);
-    memref::StoreOp::create(b, fromF32(b, result, plan.tmpType), tmpOutput,
-                            ValueRange{tmpIdx});
+    storeTmp(b, result, tmpIdx);
     // One thread per head writes the partition's statistics, with the max
     // back in the natural-log domain.
     Value firstDim =
@@ -449,6 +451,23 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
     memref::StoreOp::create(b, arith::MulFOp::create(b, mMax, cF32(b, M_LN2)),
                             maxLogits, ValueRange{partIdx});
   }
+}
+
+/// tmp_output[idx] = result in the call's tmp type: a branch on tmp_f32,
+/// uniform over the kernel (f32 queries store f32 only).
+void PartitionProgram::storeTmp(ImplicitLocOpBuilder &b, Value result,
+                                Value idx) {
+  if (!tmp.both()) {
+    memref::StoreOp::create(b, result, tmp.f32, ValueRange{idx});
+    return;
+  }
+  auto ifOp = scf::IfOp::create(b, tmp.isF32, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  memref::StoreOp::create(b, result, tmp.f32, ValueRange{idx});
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  memref::StoreOp::create(b, fromF32(b, result, plan.elemType), tmp.half,
+                          ValueRange{idx});
 }
 
 void PartitionProgram::emitBlockAddressing(ImplicitLocOpBuilder &b) {

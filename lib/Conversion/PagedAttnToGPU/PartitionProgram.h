@@ -152,19 +152,23 @@ protected:
   /// warps with the log-sum-exp rule, and stores tmp_output, exp_sums and
   /// max_logits (or the output, one-pass).
   void emitEpilogue(ImplicitLocOpBuilder &b);
+  /// tmp_output[idx] = result (f32) in the tmp type tmp_f32 picks.
+  void storeTmp(ImplicitLocOpBuilder &b, Value result, Value idx);
 
   const KernelPlan &plan;
   bool onePass;
 
   // Kernel arguments.
   Value query, keyCache, valueCache, blockTables, seqLens, output, expSums,
-      maxLogits, tmpOutput, scale, maxBlocks, maxParts, partTokens, numKvHeads,
-      groupSize, blockSizeArg, alibiSlopes, hasAlibi, slidingWindow,
-      logitsSoftCap, sinks, hasSinks, queryStartLoc, maxQueryLen, numBlocks,
-      errorWord, shared;
+      maxLogits, tmpOutput, tmpF32, scale, maxBlocks, maxParts, partTokens,
+      partSplit, numKvHeads, groupSize, blockSizeArg, alibiSlopes, hasAlibi,
+      slidingWindow, logitsSoftCap, sinks, hasSinks, queryStartLoc, maxQueryLen,
+      numBlocks, errorWord, shared;
   // The wmma kernel's workgroup memory is one byte buffer (32-byte aligned)
   // that `shared` views as f32 and the kernel as f16; null otherwise.
   Value sharedBuffer;
+  // tmp_output's views (the epilogue's; not the one-pass kernel's).
+  TmpViews tmp;
   // Values computed once in the prologue. The partition attends to
   // [rangeStart, partEnd): its tokens, from the sliding window's start on;
   // its steps start at stepBase (rangeStart rounded down to a step). Every

@@ -13,9 +13,12 @@
 //      32 * warps, ... (max and exp sum); each warp merges by xor shuffles,
 //      the head's warps through workgroup memory: all get M and L;
 //   2. partial outputs: the head's warp r walks partitions first + r,
-//      + warps, ..., `kUnroll` of them per step so their 16-byte tmp_output
-//      loads are in flight together, each lane across its slice of head_size:
+//      + warps, ..., `kUnroll` of them per step so their tmp_output loads
+//      are in flight together, each lane across its slices of head_size (4
+//      elements: a 16-byte load of f32, 8 bytes of a 16-bit type):
 //        acc_w[d] = sum_p tmp[p][d] * exp_sums[p] * exp(max_logits[p] - M)
+//      tmp_output's type is the run-time tmp_f32: one loop per type, the
+//      branch around them (uniform over the kernel).
 //   3. the warps' accumulators meet in workgroup memory and the head's
 //      threads store out[d] = sum_w acc_w[d] / L, one 16-byte slice each.
 //   With attention sinks, the head's sink (one load) joins M and L after 1.
@@ -66,6 +69,7 @@ private:
   void joinSink();
   void computeLaneSlices();
   void sumPartialOutputs();
+  scf::ForOp weightedSumLoop(ImplicitLocOpBuilder &lb, Value tmp);
   void storeOutput();
   void storeFromRegisters();
   void storeThroughWorkgroup();
@@ -84,8 +88,9 @@ private:
   KernelSignature sig;
   ImplicitLocOpBuilder b;
 
-  // Sizes: head_size, 16-byte vectors of tmp_output (elements, per row, per
-  // lane), and where the warps' maxima and exp sums sit in workgroup memory.
+  // Sizes: head_size, slices of tmp_output (4 elements: 16 bytes of f32;
+  // per row, per lane), and where the warps' maxima and exp sums sit in
+  // workgroup memory.
   const int64_t d, threads, vec, vecs, vecsPerLane;
   const bool padded;
   const int64_t statM, statL;
@@ -93,7 +98,7 @@ private:
   gpu::GPUFuncOp func;
   Block *entry = nullptr;
   Value output, expSums, maxLogits, tmpOutput, seqLens, numHeadsArg,
-      maxPartsArg, partTokens, slidingWindow, numPartsArg, sinks, hasSinks,
+      maxPartsArg, partTokens, partSplit, slidingWindow, numPartsArg, sinks, hasSinks,
       shared;
 
   // The mapping of warps to heads.
@@ -106,9 +111,8 @@ private:
   // The head's statistics: M and L (the thread's, the warp's, the head's,
   // then with the sink), whether a head has several warps, and 1 / L.
   Value log2e, headM, headL, multi, invL;
-  // The lane's slices of head_size and its accumulators.
-  SmallVector<Value> sliceOfs, sliceValid;
-  scf::ForOp accLoop;
+  // The lane's slices of head_size and its accumulators (after the loop).
+  SmallVector<Value> sliceOfs, sliceValid, acc;
   // The output store.
   VectorType accVecType, outVecType;
   llvm::MaybeAlign sharedAlign;
@@ -122,8 +126,7 @@ ReduceKernelBuilder::ReduceKernelBuilder(OpBuilder &moduleBuilder, Location loc,
                                          const KernelPlan &plan)
     : moduleBuilder(moduleBuilder), plan(plan), ctx(moduleBuilder.getContext()),
       f32(Float32Type::get(ctx)), sig(KernelRole::Reduce, plan), b(loc, ctx),
-      d(plan.headSize), threads(kReduceWarps * 32),
-      vec(16 / (plan.tmpType.getIntOrFloatBitWidth() / 8)), vecs(d / vec),
+      d(plan.headSize), threads(kReduceWarps * 32), vec(4), vecs(d / vec),
       vecsPerLane(llvm::divideCeil(vecs, 32)), padded(vecsPerLane * 32 != vecs),
       statM(kReduceWarps * d), statL(statM + kReduceWarps) {}
 
@@ -138,7 +141,7 @@ ReduceKernelBuilder::ReduceKernelBuilder(OpBuilder &moduleBuilder, Location loc,
 ///   merge(sink); %invL = 1 / %l
 ///   %acc = scf.for %p0 = first + rank to parts step warps * kUnroll
 ///            kUnroll x (weight = exp_sums[p] * exp(max_logits[p] - M);
-///                       16-byte tmp_output loads); fma
+///                       tmp_output loads); fma   // in scf.if tmp_f32
 ///   scf.if warps > 1 { store %acc to workgroup memory; gpu.barrier;
 ///                      scf.if valid { scf.for slices: sum warps, store } }
 ///   else { scf.if valid { store %acc * %invL } }
@@ -187,6 +190,7 @@ void ReduceKernelBuilder::createFunc() {
   numHeadsArg = arg("num_heads");
   maxPartsArg = arg("max_num_partitions");
   partTokens = arg("partition_tokens");
+  partSplit = arg("partition_split");
   slidingWindow = arg("sliding_window");
   numPartsArg = arg("num_partitions");
   sinks = arg("sinks");
@@ -243,11 +247,12 @@ void ReduceKernelBuilder::locateQueryRow() {
   head = arith::MinUIOp::create(b, head,
                                 arith::SubIOp::create(b, numHeads, cIdx(b, 1)));
   context = arith::SelectOp::create(b, q.live, q.seqLen, cIdx(b, 0));
-  parts = arith::CeilDivUIOp::create(b, context, toIndex(b, partTokens));
+  Value size = partitionTokensOf(b, q.len, partTokens, partSplit);
+  parts = arith::CeilDivUIOp::create(b, context, size);
   // The window's first token max(seq_len - W, 0) (W = 0: none) and its
   // partition: the first one with a result.
   windowStart = slidingWindowStart(b, context, slidingWindow);
-  firstPart = arith::DivUIOp::create(b, windowStart, toIndex(b, partTokens));
+  firstPart = arith::DivUIOp::create(b, windowStart, size);
   row =
       arith::AddIOp::create(b, arith::MulIOp::create(b, q.row, numHeads), head);
   statBase = arith::MulIOp::create(b, row, toIndex(b, maxPartsArg));
@@ -360,18 +365,40 @@ void ReduceKernelBuilder::computeLaneSlices() {
   }
 }
 
-/// The warp's weighted sum of its partitions' outputs: partitions
-/// p0 + u * warps (u < kUnroll) per step, their 16-byte tmp_output loads in
-/// flight together.
+/// The warp's weighted sum of its partitions' outputs, in the loop of the
+/// call's tmp type (tmp_f32; f32 queries have only the f32 one).
 void ReduceKernelBuilder::sumPartialOutputs() {
-  SmallVector<Value> init(vecsPerLane * vec, cF32(b, 0.0f));
-  Value lastPart = arith::SubIOp::create(b, parts, cIdx(b, 1));
-  accLoop = scf::ForOp::create(
-      b, arith::AddIOp::create(b, firstPart, rank), parts,
-      arith::MulIOp::create(b, warps, cIdx(b, kUnroll)), init,
+  TmpViews tmp =
+      viewTmpOutput(b, tmpOutput, sig.arg(*entry, "tmp_f32"), plan.elemType);
+  if (!tmp.both()) {
+    acc = llvm::to_vector_of<Value>(weightedSumLoop(b, tmp.f32).getResults());
+    return;
+  }
+  SmallVector<Type> types(vecsPerLane * vec, f32);
+  auto ifOp = scf::IfOp::create(b, types, tmp.isF32, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, weightedSumLoop(b, tmp.f32).getResults());
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, weightedSumLoop(b, tmp.half).getResults());
+  }
+  acc = llvm::to_vector_of<Value>(ifOp.getResults());
+}
+
+/// The loop over the warp's partitions p0 + u * warps (u < kUnroll) per
+/// step, their loads of the `tmp` view (one vector per slice) in flight
+/// together.
+scf::ForOp ReduceKernelBuilder::weightedSumLoop(ImplicitLocOpBuilder &lb,
+                                                Value tmp) {
+  SmallVector<Value> init(vecsPerLane * vec, cF32(lb, 0.0f));
+  Value lastPart = arith::SubIOp::create(lb, parts, cIdx(lb, 1));
+  return scf::ForOp::create(
+      lb, arith::AddIOp::create(lb, firstPart, rank), parts,
+      arith::MulIOp::create(lb, warps, cIdx(lb, kUnroll)), init,
       [&](OpBuilder &nested, Location nloc, Value p0, ValueRange iter) {
         ImplicitLocOpBuilder nb(nloc, nested);
-        SmallVector<Value> acc(iter);
+        SmallVector<Value> sums(iter);
         SmallVector<Value> weights;
         SmallVector<SmallVector<Value>> rows;
         for (int64_t u = 0; u < kUnroll; ++u) {
@@ -390,16 +417,16 @@ void ReduceKernelBuilder::sumPartialOutputs() {
           rows.emplace_back();
           for (int64_t i = 0; i < vecsPerLane; ++i)
             rows.back().push_back(loadVector(
-                nb, tmpOutput, arith::AddIOp::create(nb, rowBase, sliceOfs[i]),
-                vec));
+                nb, tmp, arith::AddIOp::create(nb, rowBase, sliceOfs[i]), vec));
         }
         for (int64_t u = 0; u < kUnroll; ++u)
           for (int64_t i = 0; i < vecsPerLane; ++i) {
             SmallVector<Value> vals = toF32Scalars(nb, rows[u][i]);
             for (int64_t e = 0; e < vec; ++e)
-              acc[i * vec + e] = fma(nb, weights[u], vals[e], acc[i * vec + e]);
+              sums[i * vec + e] =
+                  fma(nb, weights[u], vals[e], sums[i * vec + e]);
           }
-        scf::YieldOp::create(nb, acc);
+        scf::YieldOp::create(nb, sums);
       });
 }
 
@@ -424,7 +451,7 @@ void ReduceKernelBuilder::storeSlice(ImplicitLocOpBuilder &sb, Value sum,
 void ReduceKernelBuilder::forSlices(
     llvm::function_ref<void(int64_t, Value)> body) {
   for (int64_t i = 0; i < vecsPerLane; ++i) {
-    SmallVector<Value> slice(accLoop.getResults().slice(i * vec, vec));
+    SmallVector<Value> slice(ArrayRef<Value>(acc).slice(i * vec, vec));
     Value packed = vector::FromElementsOp::create(b, accVecType, slice);
     if (!padded) {
       body(i, packed);

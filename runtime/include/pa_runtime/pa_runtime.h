@@ -158,6 +158,11 @@ typedef struct pa_plan {
      JIT-compiled kernel), which the adaptive rule sizes waves by; 0 when
      unknown (a context without a driver) */
   int32_t resident_programs;
+  /* 0: every partition holds partition_tokens. P > 0 (fixed-grid mode on
+     bundles whose kernels take partition_split): num_partitions = P and a
+     sequence of len tokens runs in partitions of roundup(ceil(len / P),
+     partition_tokens) tokens (docs/runtime.md) */
+  int32_t partition_split;
 } pa_plan;
 pa_status pa_plan_decode_v2(const pa_context *ctx, const pa_decode_args *args,
                             pa_plan *plan);

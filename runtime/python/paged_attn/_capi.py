@@ -155,6 +155,7 @@ class Plan(ctypes.Structure):
         ("reduce_grid", ctypes.c_uint * 3),
         ("reduce_block", ctypes.c_uint * 3),
         ("resident_programs", ctypes.c_int32),
+        ("partition_split", ctypes.c_int32),
     ]
 
     def to_dict(self):
@@ -168,6 +169,7 @@ class Plan(ctypes.Structure):
             "reduce_grid": tuple(self.reduce_grid),
             "reduce_block": tuple(self.reduce_block),
             "resident_programs": int(self.resident_programs),
+            "partition_split": int(self.partition_split),
         }
 
 

@@ -19,7 +19,7 @@
 // MMA: gpu.launch_func @pa_bf16_d128_h8_mma::@pa_bf16_d128_h8_mma_partition {{.*}} args({{.*}}, %{{.*}} : i32, %[[BS]] : i32, {{.*}})
 // MMA-NOT: block_size =
 // MMA: gpu.module @pa_bf16_d128_h8_mma attributes {paged_attn.variant = {cache_dtype = bf16,
-// MMA: gpu.func @pa_bf16_d128_h8_mma_partition({{.*}}, %{{[^:]*}}: f32, %{{[^:]*}}: i32, %[[ARG:[^:]*]]: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32)
+// MMA: gpu.func @pa_bf16_d128_h8_mma_partition({{.*}}, %{{[^:]*}}: f32, %{{[^:]*}}: i32, %[[ARG:[^:]*]]: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32)
 // MMA: %[[LOG:.*]] = "llvm.intr.cttz"(%[[ARG]]) <{is_zero_poison = false}> : (i32) -> i32
 // MMA-NEXT: %[[SHIFT:.*]] = arith.index_cast %[[LOG]] : i32 to index
 // MMA-NEXT: %[[LEN:.*]] = arith.index_cast %[[ARG]] : i32 to index

@@ -18,8 +18,8 @@
 // CHECK-SAME: %[[KS]] : f32, %[[VS]] : f32,
 // CHECK: gpu.launch_func @pa_f16_kvf8E4M3FN_d128_h4::@pa_f16_kvf8E4M3FN_d128_h4_reduce
 
-// CHECK: gpu.module @pa_f16_kvf8E4M3FN_d128_h4 attributes {paged_attn.variant = {cache_dtype = f8E4M3FN, dtype = f16, ext_logits = false, head_size = 128 : i64, heads_per_program = 4 : i64, query_packs = "query_slots", reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))*query_slots", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 9472 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
-// CHECK: gpu.func @pa_f16_kvf8E4M3FN_d128_h4_partition(%{{.*}}, %[[SCALE:arg9]]: f32, {{.*}}, %[[WIN:arg16]]: i32, %[[K:arg17]]: f32, %[[V:arg18]]: f32, %[[KP:arg19]]: memref<1099511627776xf32>, %[[VP:arg20]]: memref<1099511627776xf32>, %[[ON:arg21]]: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32)
+// CHECK: gpu.module @pa_f16_kvf8E4M3FN_d128_h4 attributes {paged_attn.variant = {cache_dtype = f8E4M3FN, dtype = f16, ext_logits = false, head_size = 128 : i64, heads_per_program = 4 : i64, query_packs = "query_slots", reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))*query_slots", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 9472 : i64, token_step = 16 : i64, warps = 4 : i64}}
+// CHECK: gpu.func @pa_f16_kvf8E4M3FN_d128_h4_partition(%{{.*}}, %[[SCALE:arg9]]: f32, {{.*}}, %[[WIN:arg17]]: i32, %[[K:arg18]]: f32, %[[V:arg19]]: f32, %[[KP:arg20]]: memref<1099511627776xf32>, %[[VP:arg21]]: memref<1099511627776xf32>, %[[ON:arg22]]: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32)
 // Bit 0: k_scale from the device; bit 1: v_scale.
 // CHECK: %[[B0:.*]] = arith.andi %[[ON]], %c1_i32
 // CHECK: %[[D0:.*]] = arith.cmpi ne, %[[B0]]

@@ -26,7 +26,7 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // Workgroup memory: the epilogue's 4 warps x 8 heads x (128 + 2) floats,
 // each warp's two 8 x 20 buffers for the weights, and the tile's query
 // (8 heads x (64 + 16 padding) words).
-// CHECK: gpu.module @pa_f16_d128_h8_mma attributes {paged_attn.variant = {{{.*}}ext_logits = false, {{.*}}heads_per_program = 8 : i64, query_packs = "ceil(query_slots/max(1,heads_per_program/group_size))", reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))*query_slots", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 24320 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+// CHECK: gpu.module @pa_f16_d128_h8_mma attributes {paged_attn.variant = {{{.*}}ext_logits = false, {{.*}}heads_per_program = 8 : i64, query_packs = "ceil(query_slots/max(1,heads_per_program/group_size))", reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))*query_slots", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 24320 : i64, token_step = 16 : i64, warps = 4 : i64}}
 // The lean variant takes the sliding window (last), not ALiBi or the cap.
 // CHECK: gpu.func @pa_f16_d128_h8_mma_partition({{.*}}, %{{.*}}: i32, %{{.*}}: i32, %{{[^:]*}}: i32) workgroup(%[[SMEM:.*]] : memref<6080xf32, #gpu.address_space<workgroup>>) kernel
 // The query, staged once: 16-byte loads to workgroup memory, one barrier.
@@ -175,9 +175,9 @@ func.func @f32_cache(%q: memref<?x8x64xf32>, %kc: memref<?x1x16x16x4xf32>,
 // the ALiBi bias slope * (token - seq_len + 1) is added after the cap.
 // CHECK-LABEL: func.func @alibi_window_softcap
 // CHECK: gpu.launch_func @pa_f16_d128_h8_ext_mma::@pa_f16_d128_h8_ext_mma_partition
-// CHECK-SAME: %[[SLOPES:[^ ]*]] : memref<1099511627776xf32>, %c1_i32 : i32, %c1024_i32 : i32, %{{.*}} : f32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32)
+// CHECK-SAME: %[[SLOPES:[^ ]*]] : memref<1099511627776xf32>, %c1_i32{{[_0-9]*}} : i32, %c1024_i32 : i32, %{{.*}} : f32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : i32)
 // CHECK: gpu.module @pa_f16_d128_h8_ext_mma attributes {paged_attn.variant = {{{.*}}ext_logits = true, {{.*}}heads_per_program = 8 : i64
-// CHECK: gpu.func @pa_f16_d128_h8_ext_mma_partition({{.*}}, %[[GROUP:[^:]*]]: i32, %[[A:[^:]*]]: memref<1099511627776xf32>, %[[HAS:[^:]*]]: i32, %[[W:[^:]*]]: i32, %[[CAP:[^:]*]]: f32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32) workgroup
+// CHECK: gpu.func @pa_f16_d128_h8_ext_mma_partition({{.*}}, %[[GROUP:[^:]*]]: i32, %[[A:[^:]*]]: memref<1099511627776xf32>, %[[HAS:[^:]*]]: i32, %[[W:[^:]*]]: i32, %[[CAP:[^:]*]]: f32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32) workgroup
 // CHECK: %[[CAPON:.*]] = arith.cmpf ogt, %[[CAP]], %{{.*}} : f32
 // CHECK: arith.index_cast %[[W]] : i32 to index
 // CHECK: %[[USE:.*]] = arith.cmpi ne, %[[HAS]], %{{.*}} : i32
@@ -202,7 +202,7 @@ func.func @f32_cache(%q: memref<?x8x64xf32>, %kc: memref<?x1x16x16x4xf32>,
 // The SIMT kernel (tile 4) takes the same parameters and applies the same
 // terms.
 // SIMT-LABEL: func.func @alibi_window_softcap
-// SIMT: gpu.func @pa_f16_d128_h4_ext_partition({{.*}}, %[[A:[^:]*]]: memref<1099511627776xf32>, %[[HAS:[^:]*]]: i32, %[[W:[^:]*]]: i32, %[[CAP:[^:]*]]: f32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32) workgroup
+// SIMT: gpu.func @pa_f16_d128_h4_ext_partition({{.*}}, %[[A:[^:]*]]: memref<1099511627776xf32>, %[[HAS:[^:]*]]: i32, %[[W:[^:]*]]: i32, %[[CAP:[^:]*]]: f32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32) workgroup
 // SIMT: %[[CAPON:.*]] = arith.cmpf ogt, %[[CAP]], %{{.*}} : f32
 // SIMT: %[[USE:.*]] = arith.cmpi ne, %[[HAS]], %{{.*}} : i32
 // SIMT-NEXT: scf.if %[[USE]] -> (f32) {

@@ -19,17 +19,17 @@
 // CHECK: } else {
 // CHECK: %[[X:.*]] = arith.muli %[[PARTS]], %[[QLEN]] : index
 // CHECK: gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_partition blocks in (%[[X]], %{{.*}}, %[[SEQS]])
-// CHECK-SAME: %[[QSLF]] : memref<1099511627776xi32>, %[[QLEN32]] : i32, %{{[^ ]*}} : i32)
+// CHECK-SAME: %[[QSLF]] : memref<1099511627776xi32>, %[[QLEN32]] : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : i32)
 // CHECK: %[[RX:.*]] = arith.ceildivui %c32, %{{.*}}
 // CHECK: %[[RXQ:.*]] = arith.muli %[[RX]], %[[QLEN]] : index
 // CHECK: gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_reduce blocks in (%[[RXQ]], %[[SEQS]],
-// CHECK-SAME: %[[QSLF]] : memref<1099511627776xi32>, %[[QLEN32]] : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>)
+// CHECK-SAME: %[[QSLF]] : memref<1099511627776xi32>, %[[QLEN32]] : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %{{[^ ]*}} : i32)
 
 // The partition kernel: grid x = partition * slots + j; the sequence's rows
 // from query_start_loc (read only when max_query_len is nonzero); token j
 // attends to seq_lens[s] - q_len + j + 1 tokens; programs with j >= q_len
 // do nothing.
-// CHECK: gpu.func @pa_f16_d128_h4_partition({{.*}}, %[[SLK:arg4]]: memref<1099511627776xi32>, {{.*}}, %[[QSLK:[^:]*]]: memref<1099511627776xi32>, %[[MQL:[^:]*]]: i32, %{{[^:]*}}: i32) workgroup
+// CHECK: gpu.func @pa_f16_d128_h4_partition({{.*}}, %[[SLK:arg4]]: memref<1099511627776xi32>, {{.*}}, %[[QSLK:[^:]*]]: memref<1099511627776xi32>, %[[MQL:[^:]*]]: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32) workgroup
 // CHECK: %[[SEQ:.*]] = gpu.block_id z
 // CHECK: %[[BX:.*]] = gpu.block_id x
 // CHECK: %[[LEN:.*]] = memref.load %[[SLK]][%[[SEQ]]]
@@ -67,7 +67,7 @@
 // The reduce kernel finds its row the same way; a program past its
 // sequence's tokens stores nothing (its heads are not valid) and walks no
 // partition (its context length is 0).
-// CHECK: gpu.func @pa_f16_d128_h4_reduce({{.*}}, %[[RQSL:[^:]*]]: memref<1099511627776xi32>, %[[RMQL:[^:]*]]: i32, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>) workgroup
+// CHECK: gpu.func @pa_f16_d128_h4_reduce({{.*}}, %[[RQSL:[^:]*]]: memref<1099511627776xi32>, %[[RMQL:[^:]*]]: i32, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32) workgroup
 // CHECK: %[[RSEQ:.*]] = gpu.block_id y
 // CHECK: arith.cmpi ne, %[[RMQL]], %c0_i32 : i32
 // CHECK: memref.load %[[RQSL]][%[[RSEQ]]]
@@ -90,7 +90,7 @@
 // MMA: %[[PX:.*]] = arith.muli %{{.*}}, %[[PACKS]] : index
 // MMA: gpu.launch_func @pa_f16_d128_h8_mma::@pa_f16_d128_h8_mma_partition blocks in (%[[PX]],
 // MMA: gpu.module @pa_f16_d128_h8_mma attributes {paged_attn.variant = {{{.*}}query_packs = "ceil(query_slots/max(1,heads_per_program/group_size))"
-// MMA: gpu.func @pa_f16_d128_h8_mma_partition({{.*}}, %[[QSLK:[^:]*]]: memref<1099511627776xi32>, %[[MQL:[^:]*]]: i32, %{{[^:]*}}: i32) workgroup
+// MMA: gpu.func @pa_f16_d128_h8_mma_partition({{.*}}, %[[QSLK:[^:]*]]: memref<1099511627776xi32>, %[[MQL:[^:]*]]: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32) workgroup
 // MMA: %[[FIT0:.*]] = arith.divui %c8, %{{.*}} : index
 // MMA: %[[FIT:.*]] = arith.maxui %[[FIT0]], %c1{{.*}} : index
 // MMA: %[[P:.*]] = arith.select %{{.*}}, %[[FIT]], %c1{{.*}} : index
@@ -132,7 +132,7 @@ func.func @spec(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK-LABEL: func.func @one_token
 // CHECK-NOT: arith.muli
 // CHECK: gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_partition blocks in (%{{[^,]*}}, %{{[^,]*}}, %{{[^)]*}})
-// CHECK-SAME: %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32)
+// CHECK-SAME: %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : i32)
 func.func @one_token(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
     %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
     %out: memref<?x32x128xf16>, %es: memref<?x32x?xf32>, %ml: memref<?x32x?xf32>,

@@ -19,7 +19,7 @@
 // CHECK-NOT: %[[SF]]
 // CHECK-SAME: : i32, %{{[^ ]*}} : i32)
 // CHECK: gpu.launch_func @[[V]]::@{{[a-z0-9_]*}}_reduce
-// CHECK-SAME: %[[SF]] : memref<1099511627776xf32>, %[[ON]] : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>)
+// CHECK-SAME: %[[SF]] : memref<1099511627776xf32>, %[[ON]] : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %{{[^ ]*}} : i32)
 
 // The partition kernel ends with sliding_window: no sinks.
 // CHECK: gpu.func @{{[a-z0-9_]*}}_partition(
@@ -45,7 +45,7 @@
 
 // Reducer: after the statistics, the sink joins M and L (natural log
 // domain) before the partitions' weights use M.
-// CHECK: gpu.func @{{[a-z0-9_]*}}_reduce({{.*}}, %[[RSK:[^:]*]]: memref<1099511627776xf32>, %[[RHS:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>) workgroup
+// CHECK: gpu.func @{{[a-z0-9_]*}}_reduce({{.*}}, %[[RSK:[^:]*]]: memref<1099511627776xf32>, %[[RHS:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32) workgroup
 // CHECK: gpu.barrier
 // CHECK: %[[RSON:.*]] = arith.cmpi ne, %[[RHS]], %c0_i32
 // CHECK: %[[RS:.*]]:2 = scf.if %[[RSON]] -> (f32, f32) {
@@ -80,7 +80,7 @@ func.func @sinks(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK: gpu.launch_func @{{.*}}_onepass
 // CHECK-SAME: %[[ESF]] : memref<1099511627776xf32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>)
 // CHECK: gpu.launch_func @{{.*}}_reduce
-// CHECK-SAME: %[[ESF]] : memref<1099511627776xf32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>)
+// CHECK-SAME: %[[ESF]] : memref<1099511627776xf32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %{{[^ ]*}} : i32)
 func.func @no_sinks(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
     %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
     %max: index, %out: memref<?x32x128xf16>,

@@ -30,7 +30,7 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // matrix over it at stride 40, P 8 x 16 f16 after that: 10240 bytes each),
 // then the query (16 x 144 f16). Every row pitch is 32 or 96 bytes modulo
 // 128 (288, 32, 96, 160).
-// CHECK: gpu.module @pa_f16_d128_h8_wmma attributes {paged_attn.variant = {{{.*}}heads_per_program = 8 : i64, {{.*}}shared_bytes = 45568 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+// CHECK: gpu.module @pa_f16_d128_h8_wmma attributes {paged_attn.variant = {{{.*}}heads_per_program = 8 : i64, {{.*}}shared_bytes = 45568 : i64, token_step = 16 : i64, warps = 4 : i64}}
 // Two warps a program: two step areas, and twice the programs per SM for
 // the same warps per SM (the register cap of the 4-warp plan).
 // W2: gpu.func @pa_f16_d128_h8_w2_wmma_partition({{.*}}) workgroup(%{{.*}} : memref<25088xi8, #gpu.address_space<workgroup>> {llvm.align = 32 : i64}) kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.minctasm = 4 : i32}

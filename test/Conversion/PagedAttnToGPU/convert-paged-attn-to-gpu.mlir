@@ -14,13 +14,14 @@
 // CHECK:   gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_onepass blocks in (%{{.*}}, %[[KV:.*]], %[[SEQS]]) threads in (%[[T128:.*]], %{{.*}}, %{{.*}}) args(%[[QF]] : memref<1099511627776xf16>, {{.*}}, %[[SCALE]] : f32,
 // CHECK: } else {
 // CHECK:   gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_partition blocks in (%[[PARTS]], %{{.*}}, %[[SEQS]]) threads in
-// Reduce: ceil(4 / ceil(parts / 8)) heads per program, over 32 heads; its
-// last argument is the launched partition count.
+// Reduce: ceil(4 / ceil(parts / 8)) heads per program, over 32 heads (the
+// launched partition count is an argument). tmp_output's type is a run-time
+// argument (tmp_f32, the last: 1, f32), its flat view retyped to bytes.
 // CHECK:   %[[P8:.*]] = arith.ceildivui %[[PARTS]], %c8
 // CHECK:   %[[RH:.*]] = arith.ceildivui %c4, %[[P8]]
 // CHECK:   %[[HEADS:.*]] = arith.constant 32 : index
 // CHECK:   %[[RX:.*]] = arith.ceildivui %[[HEADS]], %[[RH]]
-// CHECK:   gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_reduce blocks in (%[[RX]], %[[SEQS]], %{{.*}}) threads in (%{{.*}}) args({{.*}}, %[[PI32:[^ ]*]] : i32, %{{[^ ]*}} : memref<1099511627776xf32>, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %{{[^ ]*}} : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>)
+// CHECK:   gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_reduce blocks in (%[[RX]], %[[SEQS]], %{{.*}}) threads in (%{{.*}}) args({{.*}}, %[[TMPB:[^ ]*]] : memref<1099511627776xi8>, {{.*}}, %[[PI32:[^ ]*]] : i32, %{{[^ ]*}} : memref<1099511627776xf32>, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %{{[^ ]*}} : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c1_i32{{[_0-9]*}} : i32)
 // CHECK: }
 func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
     %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %max: index,
@@ -36,7 +37,7 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 }
 
 // The variant module: the key, three kernels, bare-pointer flat parameters.
-// CHECK: gpu.module @pa_f16_d128_h4 attributes {paged_attn.variant = {cache_dtype = f16, dtype = f16, ext_logits = false, head_size = 128 : i64, heads_per_program = 4 : i64, query_packs = "query_slots", reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))*query_slots", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 9472 : i64, tmp_dtype = f32, token_step = 16 : i64, warps = 4 : i64}}
+// CHECK: gpu.module @pa_f16_d128_h4 attributes {paged_attn.variant = {cache_dtype = f16, dtype = f16, ext_logits = false, head_size = 128 : i64, heads_per_program = 4 : i64, query_packs = "query_slots", reduce_grid_x = "ceil(num_heads/ceil(4/ceil(num_partitions/8)))*query_slots", reduce_shared_bytes = 2080 : i64, reduce_threads = 128 : i64, shared_bytes = 9472 : i64, token_step = 16 : i64, warps = 4 : i64}}
 
 // Partition kernel: one program per (partition, kv head x tile, sequence);
 // sentinels for empty partitions; the token loop over warp steps carrying
@@ -108,7 +109,7 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // memory (a head of one warp skips both workgroup merges) and only a slot
 // with a real head stores. Both walks start at the
 // sliding window's first partition (%[[RW]]).
-// CHECK: gpu.func @pa_f16_d128_h4_reduce(%{{.*}}: memref<1099511627776xi32>, %{{.*}}: memref<1099511627776xi32>, %{{.*}}: memref<1099511627776xf16>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[RW:[^:]*]]: i32, %[[NP:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xf32>, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>) workgroup(%[[RS:.*]] : memref<520xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// CHECK: gpu.func @pa_f16_d128_h4_reduce(%{{.*}}: memref<1099511627776xi32>, %{{.*}}: memref<1099511627776xi32>, %{{.*}}: memref<1099511627776xf16>, %{{.*}}: memref<1099511627776xf32>, %{{.*}}: memref<1099511627776xf32>, %[[RT:[^:]*]]: memref<1099511627776xi8>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[RW:[^:]*]]: i32, %[[NP:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xf32>, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: memref<1099511627776xi32>, %[[RTF:[^:]*]]: i32) workgroup(%[[RS:.*]] : memref<520xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: %[[LANE:.*]] = arith.remui %[[TID]], %c32
 // CHECK: %[[WARP:.*]] = arith.divui %[[TID]], %c32
@@ -143,10 +144,19 @@ func.func @adaptive(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK: scf.for {{.*}} -> (f32, f32)
 // CHECK: memref.load %[[RS]]
 // CHECK: } else {
+// tmp_output's bytes as f32 and as f16; the loop of the call's type (its
+// 16-byte f32 loads, or 8-byte f16 loads of the same 4-element slices).
+// CHECK: %[[TF32:.*]] = memref.view %[[RT]][%{{.*}}][] : memref<1099511627776xi8> to memref<274877906944xf32>
+// CHECK: %[[TF16:.*]] = memref.view %[[RT]][%{{.*}}][] : memref<1099511627776xi8> to memref<549755813888xf16>
+// CHECK: %[[ISF32:.*]] = arith.cmpi ne, %[[RTF]], %c0_i32
+// CHECK: scf.if %[[ISF32]] -> (f32, f32, f32, f32) {
 // CHECK: %[[WSTEP:.*]] = arith.muli %[[WARPS]], %c8
 // CHECK: %[[WLB:.*]] = arith.addi %[[FIRST]], %[[RANK]] : index
 // CHECK: scf.for %{{.*}} = %[[WLB]] to %{{.*}} step %[[WSTEP]] iter_args({{.*}}) -> (f32, f32, f32, f32)
-// CHECK-COUNT-8: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xf32>, vector<4xf32>
+// CHECK-COUNT-8: vector.load %[[TF32]][%{{.*}}] {alignment = 16 : i64} : memref<274877906944xf32>, vector<4xf32>
+// CHECK: } else {
+// CHECK: scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32)
+// CHECK-COUNT-8: vector.load %[[TF16]][%{{.*}}] {alignment = 8 : i64} : memref<549755813888xf16>, vector<4xf16>
 // Several warps per head: their sums meet in workgroup memory.
 // CHECK: scf.if %[[MULTI]] {
 // CHECK: vector.store %{{.*}}, %[[RS]][%{{.*}}] {alignment = 16 : i64} : memref<520xf32, #gpu.address_space<workgroup>>, vector<4xf32>
@@ -220,9 +230,9 @@ func.func @one_pass_only(%q: memref<4x12x128xf32>, %kc: memref<64x2x32x8x4xf32>,
 // the sequence's end, and the step loop starts at the window's step.
 // CHECK-LABEL: func.func @sliding_window
 // CHECK: gpu.launch_func @pa_f16_d128_h4::@pa_f16_d128_h4_partition
-// CHECK-SAME: %c1024_i32 : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32)
+// CHECK-SAME: %c1024_i32 : i32, %{{[^ ]*}} : memref<1099511627776xi32>, %c0_i32{{[_0-9]*}} : i32, %{{[^ ]*}} : i32, %{{[^ ]*}} : i32)
 // CHECK: gpu.module @pa_f16_d128_h4 attributes {paged_attn.variant = {{{.*}}ext_logits = false,
-// CHECK: gpu.func @pa_f16_d128_h4_partition({{.*}}, %[[W:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32) workgroup
+// CHECK: gpu.func @pa_f16_d128_h4_partition({{.*}}, %[[W:[^:]*]]: i32, %{{[^:]*}}: memref<1099511627776xi32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32) workgroup
 // CHECK: %[[SL:.*]] = memref.load %{{.*}}[%block_id_z] : memref<1099511627776xi32>
 // CHECK-NEXT: arith.index_cast %[[SL]] : i32 to index
 // The row's context (one query token per sequence: seq_lens[s]), at least 0.
@@ -233,8 +243,14 @@ func.func @one_pass_only(%q: memref<4x12x128xf32>, %kc: memref<64x2x32x8x4xf32>,
 // CHECK-NEXT: %[[BOTH:.*]] = arith.andi %[[ON]], %[[LONG]] : i1
 // CHECK: %[[FROM:.*]] = arith.subi %[[LEN]], %[[WI]] : index
 // CHECK-NEXT: %[[START:.*]] = arith.select %[[BOTH]], %[[FROM]], %{{.*}} : index
-// CHECK: %[[BEGIN:.*]] = arith.muli %{{.*}}, %{{.*}} : index
-// CHECK: %[[END:.*]] = arith.minui %{{.*}}, %[[LEN]] : index
+// The partition's tokens: partition_tokens, or with partition_split P > 0
+// roundup(ceil(len / P), partition_tokens) (the runtime's fixed grid).
+// CHECK: %[[SPLIT:.*]] = arith.cmpi ne, %{{.*}}, %c0_i32{{[_0-9]*}} : i32
+// CHECK-NEXT: %[[SPLITSIZE:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// CHECK-NEXT: %[[SIZE:.*]] = arith.select %[[SPLIT]], %[[SPLITSIZE]], %{{.*}} : index
+// CHECK-NEXT: %[[BEGIN:.*]] = arith.muli %{{.*}}, %[[SIZE]] : index
+// CHECK-NEXT: %[[SUM:.*]] = arith.addi %[[BEGIN]], %[[SIZE]] : index
+// CHECK-NEXT: %[[END:.*]] = arith.minui %[[SUM]], %[[LEN]] : index
 // CHECK: %[[BEFORE:.*]] = arith.cmpi ule, %[[END]], %[[START]] : index
 // CHECK-NEXT: %[[PAST:.*]] = arith.cmpi uge, %[[BEGIN]], %[[LEN]] : index
 // CHECK-NEXT: %[[EMPTY:.*]] = arith.ori %[[PAST]], %[[BEFORE]] : i1

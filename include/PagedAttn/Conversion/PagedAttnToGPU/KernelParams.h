@@ -34,11 +34,13 @@ inline const char *roleName(KernelRole role) {
 }
 
 /// What a parameter holds. Pointers are flat memrefs of the element type
-/// named (the runtime passes a 64-bit device pointer).
+/// named (the runtime passes a 64-bit device pointer); tmp_output's is a
+/// memref of bytes that the kernels view (memref.view) as f32 or as the
+/// query's 16-bit type, as `tmp_f32` says at run time.
 enum class ParamType : uint8_t {
   QueryPtr, // the query's (and output's) element type
   CachePtr, // the caches' element type
-  TmpPtr,   // tmp_output's element type
+  TmpPtr,   // tmp_output: bytes (i8), f32 or the query's type at run time
   F32Ptr,
   I32Ptr,
   F32,
@@ -87,6 +89,10 @@ inline constexpr KernelParam kKernelParams[] = {
     {"num_heads",          ParamType::I32,      ParamWhen::Always,    param_roles::R},
     {"max_num_partitions", ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"partition_tokens",   ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
+    // 0: every partition holds partition_tokens. P > 0 (the runtime's fixed
+    // grid): a sequence of len tokens is split into at most P partitions of
+    // roundup(ceil(len / P), partition_tokens) tokens (partitionTokensOf).
+    {"partition_split",    ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::R},
     {"num_kv_heads",       ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O},
     {"group_size",         ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O},
     {"alibi_slopes",       ParamType::F32Ptr,   ParamWhen::ExtLogits, param_roles::P | param_roles::O},
@@ -114,6 +120,10 @@ inline constexpr KernelParam kKernelParams[] = {
     // buffer the runtime owns (the reducer reads block_tables only then).
     {"num_blocks",         ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::O | param_roles::R},
     {"error_word",         ParamType::I32Ptr,   ParamWhen::Always,    param_roles::O | param_roles::R},
+    // tmp_output's element type, a run-time choice so that one bundle serves
+    // both (docs/kernels.md): 1 f32, 0 the query's 16-bit type (f32 queries
+    // ignore it). Not the one-pass kernel's: it never touches tmp_output.
+    {"tmp_f32",            ParamType::I32,      ParamWhen::Always,    param_roles::P | param_roles::R},
     // clang-format on
 };
 
