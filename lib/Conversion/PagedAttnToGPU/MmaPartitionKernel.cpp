@@ -22,7 +22,8 @@
 //       tokens 4t .. 4t + 3, of each (value layout [D][block]);
 //     B = P^T: head g, tokens 4t .. 4t + 3 - the weights of other lanes, so
 //       each warp transposes them through 2 x 8 x 20 floats of workgroup
-//       memory (double-buffered, one bar.warp.sync per step);
+//       memory (double-buffered, one bar.warp.sync per step, two in a
+//       masked step);
 //     C: the lane holds dims 16m + g, 16m + g + 8 x heads 2t, 2t + 1 - the
 //       heads whose online-softmax state (max, sum) it keeps.
 //
@@ -590,7 +591,12 @@ MmaPartitionBuilder::shareWeights(ImplicitLocOpBuilder &b, MmaStep &st,
                                   ArrayRef<SmallVector<Value>> p) {
   // The weights to the B operand of P . V through scratch[head][token] of
   // this warp, buffer (step / warps) % 2: each lane stores its own and
-  // loads its tokens 4t .. 4t + 3 of head 8n + g.
+  // loads its tokens 4t .. 4t + 3 of head 8n + g. The whole steps
+  // alternate buffers; a masked step may follow a step of the same parity
+  // (a window's first step runs after the whole ones), so it first waits
+  // for the warp's loads of the previous step.
+  if (st.masked())
+    NVVM::SyncWarpOp::create(b, arith::ConstantIntOp::create(b, -1, 32));
   const int64_t stride = KernelPlan::kMmaScoreStride;
   const int64_t bufFloats = plan.headsPerProgram * stride;
   Value buf = arith::RemUIOp::create(
