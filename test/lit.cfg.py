@@ -52,6 +52,11 @@ if config.pa_runtime_built.upper() in ("ON", "1", "TRUE", "YES"):
     config.substitutions.append(
         ("%pa_runtime_host_tests", config.pa_runtime_host_tests))
     config.substitutions.append(
+        ("%pa_fake_driver_dir", os.path.join(config.pa_obj_root, "fake-driver")))
+    config.substitutions.append(
+        ("%pa_fake_driver_test",
+         os.path.join(config.pa_tools_dir, "pa_fake_driver_test")))
+    config.substitutions.append(
         ("%e2e_decode", os.path.join(config.pa_tools_dir, "e2e_decode")))
     config.substitutions.append(
         ("%stress_decode", os.path.join(config.pa_tools_dir, "stress_decode")))

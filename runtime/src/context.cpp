@@ -329,6 +329,12 @@ static pa_status openDevice(pa_context &ctx, int ordinal) {
   CUresult result = api.cuMemAlloc(&ctx.errorWord, kErrorWords * sizeof(int32_t));
   if (result == CUDA_SUCCESS)
     result = api.cuMemsetD32(ctx.errorWord, 0, kErrorWords);
+  // A memset of device memory may return before it lands, on the legacy
+  // stream, which a caller's non-blocking stream does not wait for: the
+  // first call's kernels could record a bad input that the zeros then
+  // overwrite. Wait for it here, once.
+  if (result == CUDA_SUCCESS)
+    result = api.cuStreamSynchronize(nullptr);
   CUcontext popped = nullptr;
   api.cuCtxPopCurrent(&popped);
   if (result != CUDA_SUCCESS)
