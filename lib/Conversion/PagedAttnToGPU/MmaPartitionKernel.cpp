@@ -105,6 +105,14 @@ private:
   /// queryToF16: the staged bf16 rows rescaled by the tile's power of two
   /// and rounded to f16 in place (two barriers); logitScale takes it back.
   void scaleQueryToF16(ImplicitLocOpBuilder &b);
+  /// The tile's largest |q| as bf16 bits, in every thread (one barrier).
+  Value queryMaxBits(ImplicitLocOpBuilder &b);
+  /// The staged chunks times `down`, as f16 in place (one barrier).
+  void roundQueryToF16(ImplicitLocOpBuilder &b, Value down);
+  /// Staged query chunk (slot, chunk) as 8 x i16.
+  Value stagedChunkBits(ImplicitLocOpBuilder &b, Value slot, Value chunk);
+  static Value i32Const(ImplicitLocOpBuilder &b, int64_t v);
+  static Value pow2(ImplicitLocOpBuilder &b, Value e);
   /// Runs `body(live, slot, chunk)` for every staged query chunk (thread
   /// tid takes chunks tid, tid + threads, ...; `live`: whether it has one
   /// this round, uniform over a warp as the counts are multiples of 32).
@@ -302,29 +310,39 @@ void MmaPartitionBuilder::scaleQueryToF16(ImplicitLocOpBuilder &b) {
   // [2^14, 2^15), where f16 holds every bf16 element down to 2^-28 of the
   // largest exactly, smaller ones to within 2^-25 * 2^k (k clamped to
   // [-110, 113]: an all-zero tile stays zero, NaN and inf stay so).
-  // 1. The tile's largest magnitude (positive bf16 orders as its bits):
-  // each thread's chunks, its warp's (xor shuffles), one word per warp in
-  // the weight buffers (free until the step loop).
+  Value k = arith::SubIOp::create(
+      b, arith::ShRUIOp::create(b, queryMaxBits(b), i32Const(b, 7)),
+      i32Const(b, 141));
+  k = arith::MinSIOp::create(
+      b, arith::MaxSIOp::create(b, k, i32Const(b, -110)), i32Const(b, 113));
+  roundQueryToF16(b, pow2(b, arith::SubIOp::create(b, i32Const(b, 0), k)));
+  logitScale = arith::MulFOp::create(
+      b, arith::MulFOp::create(b, scale, cF32(b, M_LOG2E)), pow2(b, k));
+}
+
+Value MmaPartitionBuilder::stagedChunkBits(ImplicitLocOpBuilder &b,
+                                           Value slot, Value chunk) {
+  Value raw = loadVector(b, shared, qIndex(b, slot, chunk), 4);
+  return vector::BitCastOp::create(b, VectorType::get({8}, b.getI16Type()),
+                                   raw);
+}
+
+Value MmaPartitionBuilder::queryMaxBits(ImplicitLocOpBuilder &b) {
+  // Each thread's chunks (a positive bf16 orders as its bits), its warp's
+  // by xor shuffles, one word per warp in the weight buffers (free until
+  // the step loop); after a barrier every thread takes the warps' largest.
   Type i32 = b.getI32Type();
-  auto i16x8 = VectorType::get({8}, b.getI16Type());
-  auto i32c = [&](int64_t v) -> Value {
-    return arith::ConstantIntOp::create(b, v, 32);
-  };
-  auto chunkBits = [&](Value slot, Value chunk) -> Value {
-    Value raw = loadVector(b, shared, qIndex(b, slot, chunk), 4);
-    return vector::BitCastOp::create(b, i16x8, raw);
-  };
-  Value m = i32c(0);
+  Value m = i32Const(b, 0);
   forQueryChunks(b, [&](ImplicitLocOpBuilder &, Value live, Value slot,
                         Value chunk) {
-    Value bits = chunkBits(slot, chunk);
+    Value bits = stagedChunkBits(b, slot, chunk);
     for (int64_t e = 0; e < 8; ++e) {
       Value mag = arith::AndIOp::create(
           b,
           arith::ExtUIOp::create(b, i32, vector::ExtractOp::create(b, bits, e)),
-          i32c(0x7fff));
+          i32Const(b, 0x7fff));
       m = arith::MaxUIOp::create(
-          b, m, arith::SelectOp::create(b, live, mag, i32c(0)));
+          b, m, arith::SelectOp::create(b, live, mag, i32Const(b, 0)));
     }
   });
   for (int64_t off = 1; off < 32; off *= 2)
@@ -341,9 +359,7 @@ void MmaPartitionBuilder::scaleQueryToF16(ImplicitLocOpBuilder &b) {
         ValueRange{arith::AddIOp::create(b, cIdx(b, scratchBase()), warp)});
   }
   gpu::BarrierOp::create(b);
-  // 2. Every thread: the tile's largest over the warps' words, k, and its
-  // chunks scaled by 2^-k and rounded to f16 in place.
-  m = i32c(0);
+  m = i32Const(b, 0);
   for (int64_t w = 0; w < plan.warps; ++w)
     m = arith::MaxUIOp::create(
         b, m,
@@ -351,24 +367,21 @@ void MmaPartitionBuilder::scaleQueryToF16(ImplicitLocOpBuilder &b) {
             b, i32,
             memref::LoadOp::create(b, shared,
                                    ValueRange{cIdx(b, scratchBase() + w)})));
-  Value k = arith::SubIOp::create(b, arith::ShRUIOp::create(b, m, i32c(7)),
-                                  i32c(141));
-  k = arith::MinSIOp::create(b, arith::MaxSIOp::create(b, k, i32c(-110)),
-                             i32c(113));
-  auto pow2 = [&](Value exponent) -> Value {
-    return arith::BitcastOp::create(
-        b, b.getF32Type(),
-        arith::ShLIOp::create(b, arith::AddIOp::create(b, exponent, i32c(127)),
-                              i32c(23)));
-  };
-  Value down = pow2(arith::SubIOp::create(b, i32c(0), k));
+  return m;
+}
+
+void MmaPartitionBuilder::roundQueryToF16(ImplicitLocOpBuilder &b,
+                                          Value down) {
+  // Each thread's staged chunks times `down`, rounded to f16 in place; a
+  // barrier before the step loop reads them.
   forQueryChunks(b, [&](ImplicitLocOpBuilder &, Value live, Value slot,
                         Value chunk) {
     auto liveIf = scf::IfOp::create(b, live, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(liveIf.thenBlock());
     Value q = vector::BitCastOp::create(
-        b, VectorType::get({8}, b.getBF16Type()), chunkBits(slot, chunk));
+        b, VectorType::get({8}, b.getBF16Type()),
+        stagedChunkBits(b, slot, chunk));
     SmallVector<Value> halves;
     for (Value x : toF32Scalars(b, q))
       halves.push_back(arith::TruncFOp::create(
@@ -383,8 +396,19 @@ void MmaPartitionBuilder::scaleQueryToF16(ImplicitLocOpBuilder &b) {
         /*nontemporal=*/false, llvm::MaybeAlign(16));
   });
   gpu::BarrierOp::create(b);
-  logitScale = arith::MulFOp::create(
-      b, arith::MulFOp::create(b, scale, cF32(b, M_LOG2E)), pow2(k));
+}
+
+/// An i32 constant.
+Value MmaPartitionBuilder::i32Const(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIntOp::create(b, v, 32);
+}
+
+/// 2^e as f32 (e an i32 in [-126, 127]): the exponent field alone.
+Value MmaPartitionBuilder::pow2(ImplicitLocOpBuilder &b, Value e) {
+  return arith::BitcastOp::create(
+      b, b.getF32Type(),
+      arith::ShLIOp::create(b, arith::AddIOp::create(b, e, i32Const(b, 127)),
+                            i32Const(b, 23)));
 }
 
 Value MmaPartitionBuilder::qIndex(ImplicitLocOpBuilder &b, Value slot,
