@@ -95,7 +95,7 @@ def lengths(spec, seqs, seed):
     return [int(spec)] * seqs
 
 
-def run_config(name, cfg, dtype, seed_fn, copy_tbs, rows, seed, tmp_dtype=None):
+def run_config(name, cfg, dtype, seed_fn, copy_tbs, rows, seed, tmp_dtype=torch.float32):
     seqs, heads, kvh, d, bs, spec = cfg
     lens = lengths(spec, seqs, seed)
     q, kc, vc, bt, sl = make_case(seqs, heads, kvh, d, bs, lens, dtype, seed)
@@ -123,7 +123,7 @@ def run_config(name, cfg, dtype, seed_fn, copy_tbs, rows, seed, tmp_dtype=None):
                                                      device="cuda")
 
     out = torch.full_like(q, float("nan"))
-    es, ml, tmp = workspace(tmp_dtype or torch.float32)
+    es, ml, tmp = workspace(tmp_dtype)
     timed("ours", lambda: paged_attention_v2(out, es, ml, tmp, q, kc, vc, kvh, scale, bt, sl,
                                              bs, max_len, None), out)
     out_f = torch.full_like(q, float("nan"))
