@@ -15,13 +15,13 @@ on sm_70, f16 at head sizes 64, 96 and 128 uses the wmma kernel for its
 8-head tile and the SIMT kernel for tiles 1 and 2 (and 4 at head size 64,
 with 2 warps per program: warps()); the other sm_70 keys
 and f32 caches use the SIMT kernel (tiles 1, 2, 4, and 8 for f32 up to head
-size 128); fp8 caches use the tensor cores from sm_89 with f16 queries,
-else the SIMT kernel (tiles 1 and 4).
+size 128); fp8 caches use the tensor cores from sm_89 with 16-bit queries
+(a bf16 one staged as f16), else the SIMT kernel (tiles 1 and 4).
 
 * library:  what the build packages for the runtime: every dtype x head size
             x tile, each lean and _ext (ALiBi / soft cap), the fp8 caches
             (fp8()) and the wide twins (wide_twins()): 254 sm_70, 100 sm_80,
-            224 sm_90 bundles.
+            216 sm_90 bundles.
 * covering: a smaller set in which every value of every dimension appears,
             with the corner pairs — what CI assembles with ptxas.
 * full:     the whole product, behind the opt-in target.
@@ -48,16 +48,17 @@ def sm(chip):
 FP8_CACHES = ["f8E4M3FN", "f8E5M2"]
 # fp8 caches: 16-bit queries, bundles for sm_70 (SIMT, software conversion;
 # also what sm_80 runs through the JIT: it has no fp8 conversion either) and
-# sm_90 (cvt.rn.f16x2.e4m3x2 / e5m2x2; tensor cores for f16 queries).
+# sm_90 (cvt.rn.f16x2.e4m3x2 / e5m2x2; tensor cores for 16-bit queries).
 FP8_DTYPES = ["f16", "bf16"]
 FP8_CHIPS = ["sm_70", "sm_90"]
 
 
 def uses_mma(dtype, chip, cache=None):
     """The rule of KernelPlan.cpp: tensor cores from sm_80 for 16-bit caches
-    of the query's type, and from sm_89 for fp8 caches with f16 queries."""
+    of the query's type, and from sm_89 for fp8 caches with 16-bit queries
+    (a bf16 query staged as f16: KernelPlan::queryToF16)."""
     if (cache or dtype) in FP8_CACHES:
-        return dtype == "f16" and sm(chip) >= 89
+        return dtype in ("f16", "bf16") and sm(chip) >= 89
     return (cache or dtype) == dtype and dtype != "f32" and sm(chip) >= 80
 
 

@@ -90,11 +90,11 @@ static KernelPlan planTypes(DecodeV2Op op) {
 static LogicalResult chooseKind(DecodeV2Op op,
                                 const PagedAttnToGPUOptions &options,
                                 int64_t sm, int64_t group, KernelPlan &p) {
-  // fp8 caches join when the chip widens them to f16 in hardware and the
-  // query is f16 (a bf16 query would need bf16 operands: SIMT).
+  // fp8 caches join when the chip widens them to f16 in hardware, with f16
+  // queries or bf16 ones staged as f16 (KernelPlan::queryToF16).
   bool mmaTypes = (p.cacheType == p.elemType &&
                    (p.cacheType.isF16() || p.cacheType.isBF16())) ||
-                  (p.fp8Hardware && p.elemType.isF16());
+                  (p.fp8Hardware && (p.elemType.isF16() || p.elemType.isBF16()));
   bool mmaChip = sm >= 80;
   // wmma: f16 only (sm_7x has no bf16 tensor cores), one 8-head tile, head
   // sizes whose value rows fill m8n32k16 blocks and whose staging fits the
@@ -115,7 +115,7 @@ static LogicalResult chooseKind(DecodeV2Op op,
     if (!mmaChip || !mmaTypes)
       return op.emitOpError("kernel=mma needs sm_80 or newer (got ")
              << options.chip << ") and f16 or bf16 caches of the query's "
-             << "type, or fp8 caches with f16 queries on sm_89+ (got "
+             << "type, or fp8 caches with 16-bit queries on sm_89+ (got "
              << p.cacheType << ")";
     p.kind = KernelKind::Mma;
   } else if (options.kernel == "auto") {

@@ -102,6 +102,14 @@ struct KernelPlan {
   }
   bool usesMma() const { return kind == KernelKind::Mma; }
   bool usesWmma() const { return kind == KernelKind::Wmma; }
+  /// A bf16 query over an fp8 cache on the tensor cores: the cache widens
+  /// to f16 in hardware (no e4m3 -> bf16 cvt exists), so the tile's query
+  /// is staged as f16, scaled by the power of two that puts its largest
+  /// element in [2^14, 2^15) (exact for every element down to 2^-28 of
+  /// it), and the logits scaled back.
+  bool queryToF16() const {
+    return usesMma() && fp8Cache() && elemType.isBF16();
+  }
   /// Whether a program serves several query tokens of its sequence (the
   /// tensor-core tile, when its group is smaller than the tile: HostLaunch's
   /// query packs, PartitionProgram::slotOf). Not the fp8 tile of head size

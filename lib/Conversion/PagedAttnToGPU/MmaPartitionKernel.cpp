@@ -22,7 +22,8 @@
 //       tokens 4t .. 4t + 3, of each (value layout [D][block]);
 //     B = P^T: head g, tokens 4t .. 4t + 3 - the weights of other lanes, so
 //       each warp transposes them through 2 x 8 x 20 floats of workgroup
-//       memory (double-buffered, one bar.warp.sync per step);
+//       memory (double-buffered, one bar.warp.sync per step, two in a
+//       masked step);
 //     C: the lane holds dims 16m + g, 16m + g + 8 x heads 2t, 2t + 1 - the
 //       heads whose online-softmax state (max, sum) it keeps.
 //
@@ -99,6 +100,27 @@ private:
   void stageQuery(ImplicitLocOpBuilder &b);
   /// Workgroup index of query chunk `chunk` of tile slot `slot`.
   Value qIndex(ImplicitLocOpBuilder &b, Value slot, Value chunk);
+  /// Query chunks per staged row (zeros past head_size).
+  int64_t queryChunks() const { return 4 * quads() * ratio(); }
+  /// queryToF16: the staged bf16 rows rescaled by the tile's power of two
+  /// and rounded to f16 in place (two barriers); logitScale takes it back.
+  void scaleQueryToF16(ImplicitLocOpBuilder &b);
+  /// The tile's largest |q| as bf16 bits, in every thread (one barrier).
+  Value queryMaxBits(ImplicitLocOpBuilder &b);
+  /// The staged chunks times `down`, as f16 in place (one barrier).
+  void roundQueryToF16(ImplicitLocOpBuilder &b, Value down);
+  /// Staged query chunk (slot, chunk) as 8 x i16.
+  Value stagedChunkBits(ImplicitLocOpBuilder &b, Value slot, Value chunk);
+  static Value i32Const(ImplicitLocOpBuilder &b, int64_t v);
+  static Value pow2(ImplicitLocOpBuilder &b, Value e);
+  /// Runs `body(live, slot, chunk)` for every staged query chunk (thread
+  /// tid takes chunks tid, tid + threads, ...; `live`: whether it has one
+  /// this round, uniform over a warp as the counts are multiples of 32).
+  void forQueryChunks(
+      ImplicitLocOpBuilder &b,
+      llvm::function_ref<void(ImplicitLocOpBuilder &, Value live, Value slot,
+                              Value chunk)>
+          body);
   /// One warp step, in the phases below: every load, the score products,
   /// the logits, the online softmax, the weights through workgroup memory,
   /// the weighted values.
@@ -146,9 +168,11 @@ private:
            MutableArrayRef<Value> c);
 
   int64_t nBlocks() const { return plan.headsPerProgram / 8; }
-  /// The mma's element type: the cache's, or the query's (f16) for fp8.
+  /// The mma's element type: the cache's, or f16 for fp8 (widened by
+  /// cvt; a bf16 query is staged as f16: KernelPlan::queryToF16).
   Type mmaType() const {
-    return plan.fp8Cache() ? plan.elemType : plan.cacheType;
+    return plan.fp8Cache() ? Float16Type::get(plan.elemType.getContext())
+                           : plan.cacheType;
   }
   /// 8-element query chunks per key chunk: 1, or 2 for fp8 (x = 16).
   int64_t ratio() const { return plan.keyPack / 8; }
@@ -158,6 +182,8 @@ private:
 
   /// Slot 2t + e of n8 block n, the lane's [2n + e].
   Slot laneSlot(ImplicitLocOpBuilder &b, int64_t n, int64_t e);
+  /// queryToF16: scale * log2(e) * 2^k, the factor of every logit.
+  Value logitScale;
   /// With ALiBi: the slopes and biases of the lane's slots.
   void planSlotAlibi(ImplicitLocOpBuilder &b);
   /// The token range of each of the lane's slots within the partition: a
@@ -251,12 +277,138 @@ void MmaPartitionBuilder::stageQuery(ImplicitLocOpBuilder &b) {
   auto f32x4 = VectorType::get({4}, b.getF32Type());
   int64_t rows = plan.headsPerProgram;
   PartitionProgram::stageQuery(
-      b, rows, rows, 4 * quads() * ratio(),
+      b, rows, rows, queryChunks(),
       [&](ImplicitLocOpBuilder &nb, Value v, Value slot, Value chunk) {
         vector::StoreOp::create(nb, vector::BitCastOp::create(nb, f32x4, v),
                                 shared, ValueRange{qIndex(nb, slot, chunk)},
                                 /*nontemporal=*/false, llvm::MaybeAlign(16));
       });
+  if (plan.queryToF16())
+    scaleQueryToF16(b);
+}
+
+void MmaPartitionBuilder::forQueryChunks(
+    ImplicitLocOpBuilder &b,
+    llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value, Value)>
+        body) {
+  const int64_t chunks = queryChunks(),
+                items = plan.headsPerProgram * chunks;
+  assert(items % 32 == 0 && "whole warps take the staged chunks");
+  for (int64_t base = 0; base < items; base += plan.threads()) {
+    Value i = arith::AddIOp::create(b, tid, cIdx(b, base));
+    Value live =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, cIdx(b, items));
+    Value safe = arith::MinUIOp::create(b, i, cIdx(b, items - 1));
+    body(b, live, arith::DivUIOp::create(b, safe, cIdx(b, chunks)),
+         arith::RemUIOp::create(b, safe, cIdx(b, chunks)));
+  }
+}
+
+void MmaPartitionBuilder::scaleQueryToF16(ImplicitLocOpBuilder &b) {
+  // A bf16 element's exponent field is f32's (bias 127): a tile whose
+  // largest |q| has field f is scaled by 2^-k, k = f - 141, into
+  // [2^14, 2^15), where f16 holds every bf16 element down to 2^-28 of the
+  // largest exactly, smaller ones to within 2^-25 * 2^k (k clamped to
+  // [-110, 113]: an all-zero tile stays zero, NaN and inf stay so).
+  Value k = arith::SubIOp::create(
+      b, arith::ShRUIOp::create(b, queryMaxBits(b), i32Const(b, 7)),
+      i32Const(b, 141));
+  k = arith::MinSIOp::create(
+      b, arith::MaxSIOp::create(b, k, i32Const(b, -110)), i32Const(b, 113));
+  roundQueryToF16(b, pow2(b, arith::SubIOp::create(b, i32Const(b, 0), k)));
+  logitScale = arith::MulFOp::create(
+      b, arith::MulFOp::create(b, scale, cF32(b, M_LOG2E)), pow2(b, k));
+}
+
+Value MmaPartitionBuilder::stagedChunkBits(ImplicitLocOpBuilder &b,
+                                           Value slot, Value chunk) {
+  Value raw = loadVector(b, shared, qIndex(b, slot, chunk), 4);
+  return vector::BitCastOp::create(b, VectorType::get({8}, b.getI16Type()),
+                                   raw);
+}
+
+Value MmaPartitionBuilder::queryMaxBits(ImplicitLocOpBuilder &b) {
+  // Each thread's chunks (a positive bf16 orders as its bits), its warp's
+  // by xor shuffles, one word per warp in the weight buffers (free until
+  // the step loop); after a barrier every thread takes the warps' largest.
+  Type i32 = b.getI32Type();
+  Value m = i32Const(b, 0);
+  forQueryChunks(b, [&](ImplicitLocOpBuilder &, Value live, Value slot,
+                        Value chunk) {
+    Value bits = stagedChunkBits(b, slot, chunk);
+    for (int64_t e = 0; e < 8; ++e) {
+      Value mag = arith::AndIOp::create(
+          b,
+          arith::ExtUIOp::create(b, i32, vector::ExtractOp::create(b, bits, e)),
+          i32Const(b, 0x7fff));
+      m = arith::MaxUIOp::create(
+          b, m, arith::SelectOp::create(b, live, mag, i32Const(b, 0)));
+    }
+  });
+  for (int64_t off = 1; off < 32; off *= 2)
+    m = arith::MaxUIOp::create(b, m, shuffleXor(b, m, off));
+  {
+    auto lane0 = scf::IfOp::create(
+        b,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, cIdx(b, 0)),
+        /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(lane0.thenBlock());
+    memref::StoreOp::create(
+        b, arith::BitcastOp::create(b, b.getF32Type(), m), shared,
+        ValueRange{arith::AddIOp::create(b, cIdx(b, scratchBase()), warp)});
+  }
+  gpu::BarrierOp::create(b);
+  m = i32Const(b, 0);
+  for (int64_t w = 0; w < plan.warps; ++w)
+    m = arith::MaxUIOp::create(
+        b, m,
+        arith::BitcastOp::create(
+            b, i32,
+            memref::LoadOp::create(b, shared,
+                                   ValueRange{cIdx(b, scratchBase() + w)})));
+  return m;
+}
+
+void MmaPartitionBuilder::roundQueryToF16(ImplicitLocOpBuilder &b,
+                                          Value down) {
+  // Each thread's staged chunks times `down`, rounded to f16 in place; a
+  // barrier before the step loop reads them.
+  forQueryChunks(b, [&](ImplicitLocOpBuilder &, Value live, Value slot,
+                        Value chunk) {
+    auto liveIf = scf::IfOp::create(b, live, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(liveIf.thenBlock());
+    Value q = vector::BitCastOp::create(
+        b, VectorType::get({8}, b.getBF16Type()),
+        stagedChunkBits(b, slot, chunk));
+    SmallVector<Value> halves;
+    for (Value x : toF32Scalars(b, q))
+      halves.push_back(arith::TruncFOp::create(
+          b, b.getF16Type(), arith::MulFOp::create(b, x, down)));
+    Value packed = vector::FromElementsOp::create(
+        b, VectorType::get({8}, b.getF16Type()), halves);
+    vector::StoreOp::create(
+        b,
+        vector::BitCastOp::create(b, VectorType::get({4}, b.getF32Type()),
+                                  packed),
+        shared, ValueRange{qIndex(b, slot, chunk)},
+        /*nontemporal=*/false, llvm::MaybeAlign(16));
+  });
+  gpu::BarrierOp::create(b);
+}
+
+/// An i32 constant.
+Value MmaPartitionBuilder::i32Const(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIntOp::create(b, v, 32);
+}
+
+/// 2^e as f32 (e an i32 in [-126, 127]): the exponent field alone.
+Value MmaPartitionBuilder::pow2(ImplicitLocOpBuilder &b, Value e) {
+  return arith::BitcastOp::create(
+      b, b.getF32Type(),
+      arith::ShLIOp::create(b, arith::AddIOp::create(b, e, i32Const(b, 127)),
+                            i32Const(b, 23)));
 }
 
 Value MmaPartitionBuilder::qIndex(ImplicitLocOpBuilder &b, Value slot,
@@ -530,7 +682,9 @@ MmaPartitionBuilder::scaledLogits(ImplicitLocOpBuilder &b, MmaStep &st,
   // block's tokens get NaN logits (a NaN scale for their row), which the
   // masks keep where a slot attends to them. Every slot attends to all of
   // an unmasked step's tokens: one flag serves both rows.
-  Value qScale = arith::MulFOp::create(b, scale, cF32(b, M_LOG2E));
+  Value qScale = logitScale
+                     ? logitScale
+                     : arith::MulFOp::create(b, scale, cF32(b, M_LOG2E));
   Value rowScale[2];
   if (st.masked()) {
     rowScale[0] = poisonIf(b, st.halfBad[0], qScale);
@@ -590,7 +744,12 @@ MmaPartitionBuilder::shareWeights(ImplicitLocOpBuilder &b, MmaStep &st,
                                   ArrayRef<SmallVector<Value>> p) {
   // The weights to the B operand of P . V through scratch[head][token] of
   // this warp, buffer (step / warps) % 2: each lane stores its own and
-  // loads its tokens 4t .. 4t + 3 of head 8n + g.
+  // loads its tokens 4t .. 4t + 3 of head 8n + g. The whole steps
+  // alternate buffers; a masked step may follow a step of the same parity
+  // (a window's first step runs after the whole ones), so it first waits
+  // for the warp's loads of the previous step.
+  if (st.masked())
+    NVVM::SyncWarpOp::create(b, arith::ConstantIntOp::create(b, -1, 32));
   const int64_t stride = KernelPlan::kMmaScoreStride;
   const int64_t bufFloats = plan.headsPerProgram * stride;
   Value buf = arith::RemUIOp::create(

@@ -1,7 +1,7 @@
 // RUN: pa-opt %s -convert-paged-attn-to-gpu="chip=sm_70" | FileCheck %s --check-prefixes=CHECK,SW
 // RUN: pa-opt %s -convert-paged-attn-to-gpu="chip=sm_90 kernel=simt heads-per-program=4" | FileCheck %s --check-prefixes=CHECK,HW
 // RUN: sed s/f8E4M3FN/f8E5M2/g %s | pa-opt -convert-paged-attn-to-gpu="chip=sm_70" | FileCheck %s --check-prefix=E5M2
-// RUN: pa-opt %s -convert-paged-attn-to-gpu="chip=sm_90" | FileCheck %s --check-prefix=MMA
+// RUN: pa-opt %s -convert-paged-attn-to-gpu="chip=sm_90" | FileCheck %s --check-prefixes=MMA,BF16
 
 // fp8 KV caches (x = 16) run on the SIMT kernel on every chip. The op's
 // scales reach the kernel as scalars with the device-pointer path off; k_scale
@@ -76,6 +76,36 @@ func.func @e4m3(%q: memref<?x8x128xf16>, %kc: memref<?x2x8x16x16xf8E4M3FN>, %vc:
     %es: memref<?x8x?xf32>, %ml: memref<?x8x?xf32>, %tmp: memref<?x8x?x128xf32>) {
   paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x8x128xf16>, memref<?x2x8x16x16xf8E4M3FN>, memref<?x2x128x16xf8E4M3FN>, memref<?x?xi32>, memref<?xi32>)
       kv_scales(%ks, %vs) outs(%out : memref<?x8x128xf16>)
+      workspace(%es, %ml, %tmp : memref<?x8x?xf32>, memref<?x8x?xf32>, memref<?x8x?x128xf32>) {scale = 0.125 : f32}
+  return
+}
+
+// sm_89+ with a bf16 query: the tensor-core kernel too. The cache still
+// widens to f16 (no cvt reaches bf16), so the tile's query is staged as f16:
+// its largest magnitude (bf16 bits, warp max by xor shuffles, one word per
+// warp) gives k = field - 141, the staged chunks are scaled by 2^-k and
+// rounded to f16 in place, and 2^k joins the logits' scale.
+// BF16: gpu.func @pa_bf16_kvf8E4M3FN_d128_h8_mma_partition
+// BF16: vector.load %arg0[%{{.*}}] {alignment = 16 : i64} : memref<1099511627776xbf16>, vector<8xbf16>
+// BF16: gpu.barrier
+// BF16-COUNT-8: arith.maxui %{{.*}}, %{{.*}} : i32
+// BF16: gpu.shuffle  xor %{{.*}}, %c1_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}} : i32
+// BF16: gpu.shuffle  xor %{{.*}}, %c16_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}} : i32
+// BF16: gpu.barrier
+// BF16: %[[SHIFT:.*]] = arith.shrui %{{.*}}, %c7_i32{{[_0-9]*}} : i32
+// BF16-NEXT: arith.subi %[[SHIFT]], %c141_i32{{[_0-9]*}} : i32
+// BF16-COUNT-8: arith.truncf %{{.*}} : f32 to f16
+// BF16: gpu.barrier
+// BF16: scf.for
+// BF16: nvvm.convert.f8x2.to.f16x2
+// BF16: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32)
+// The output in the query's type.
+// BF16: gpu.func @pa_bf16_kvf8E4M3FN_d128_h8_mma_onepass
+func.func @bf16_e4m3(%q: memref<?x8x128xbf16>, %kc: memref<?x2x8x16x16xf8E4M3FN>, %vc: memref<?x2x128x16xf8E4M3FN>,
+    %bt: memref<?x?xi32>, %sl: memref<?xi32>, %ks: f32, %vs: f32, %out: memref<?x8x128xbf16>,
+    %es: memref<?x8x?xf32>, %ml: memref<?x8x?xf32>, %tmp: memref<?x8x?x128xf32>) {
+  paged_attn.decode_v2 ins(%q, %kc, %vc, %bt, %sl : memref<?x8x128xbf16>, memref<?x2x8x16x16xf8E4M3FN>, memref<?x2x128x16xf8E4M3FN>, memref<?x?xi32>, memref<?xi32>)
+      kv_scales(%ks, %vs) outs(%out : memref<?x8x128xbf16>)
       workspace(%es, %ml, %tmp : memref<?x8x?xf32>, memref<?x8x?xf32>, memref<?x8x?x128xf32>) {scale = 0.125 : f32}
   return
 }

@@ -77,6 +77,13 @@ func.func @gqa(%q: memref<?x32x128xf16>, %kc: memref<?x8x16x16x8xf16>,
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4_i32{{.*}} iter_args(
 // CHECK: arith.cmpi ult, %{{.*}}, %{{.*}} : i32
 // CHECK: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
+// A masked step may use the buffer of the warp's previous step (a window's
+// first step runs after the whole ones): a warp barrier before its weight
+// stores, another before its loads.
+// CHECK-NOT: memref.store %{{.*}}, %[[SMEM]]
+// CHECK: nvvm.bar.warp.sync
+// CHECK-COUNT-4: memref.store %{{.*}}, %[[SMEM]]
+// CHECK: nvvm.bar.warp.sync
 // CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : vector<4xi1>, vector<4xf16>
 // After the steps, each head's l summed over the 8 lanes that hold its
 // tokens (gpu.subgroup_reduce add, cluster size 8 stride 4, lowered in the

@@ -25,7 +25,7 @@
 // PIECE4: error: 'paged_attn.decode_v2' op simt-piece-bytes (4) must be 8 or 16
 
 // BAD: error: 'paged_attn.decode_v2' op heads-per-program (3) must be a power of two up to 16
-// MMA70: error: 'paged_attn.decode_v2' op kernel=mma needs sm_80 or newer (got sm_70) and f16 or bf16 caches of the query's type, or fp8 caches with f16 queries on sm_89+ (got 'f16')
+// MMA70: error: 'paged_attn.decode_v2' op kernel=mma needs sm_80 or newer (got sm_70) and f16 or bf16 caches of the query's type, or fp8 caches with 16-bit queries on sm_89+ (got 'f16')
 // MMATILE: error: 'paged_attn.decode_v2' op heads-per-program (4) of the tensor-core kernel must be 8 or 16 (n8 blocks)
 // CHIP: error: 'paged_attn.decode_v2' op unknown chip 'sm90'
 // KIND: error: 'paged_attn.decode_v2' op kernel must be auto, simt, mma or wmma (got 'tensor')
