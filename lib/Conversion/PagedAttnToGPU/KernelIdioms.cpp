@@ -24,6 +24,10 @@ Value mlir::paged_attn::cF32(ImplicitLocOpBuilder &b, float v) {
   return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
 }
 
+Value mlir::paged_attn::cI32(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIntOp::create(b, v, 32);
+}
+
 Value mlir::paged_attn::toIndex(ImplicitLocOpBuilder &b, Value i32) {
   return arith::IndexCastOp::create(b, b.getIndexType(), i32);
 }

@@ -16,6 +16,8 @@ namespace mlir::paged_attn {
 Value cIdx(ImplicitLocOpBuilder &b, int64_t v);
 /// An f32 constant.
 Value cF32(ImplicitLocOpBuilder &b, float v);
+/// An i32 constant.
+Value cI32(ImplicitLocOpBuilder &b, int64_t v);
 /// An i32 kernel argument (or loaded i32) as an index.
 Value toIndex(ImplicitLocOpBuilder &b, Value i32);
 /// The sliding window's first token, max(seqLen - window, 0) (index), for

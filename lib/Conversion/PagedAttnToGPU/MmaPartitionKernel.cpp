@@ -111,7 +111,6 @@ private:
   void roundQueryToF16(ImplicitLocOpBuilder &b, Value down);
   /// Staged query chunk (slot, chunk) as 8 x i16.
   Value stagedChunkBits(ImplicitLocOpBuilder &b, Value slot, Value chunk);
-  static Value i32Const(ImplicitLocOpBuilder &b, int64_t v);
   static Value pow2(ImplicitLocOpBuilder &b, Value e);
   /// Runs `body(live, slot, chunk)` for every staged query chunk (thread
   /// tid takes chunks tid, tid + threads, ...; `live`: whether it has one
@@ -311,11 +310,11 @@ void MmaPartitionBuilder::scaleQueryToF16(ImplicitLocOpBuilder &b) {
   // largest exactly, smaller ones to within 2^-25 * 2^k (k clamped to
   // [-110, 113]: an all-zero tile stays zero, NaN and inf stay so).
   Value k = arith::SubIOp::create(
-      b, arith::ShRUIOp::create(b, queryMaxBits(b), i32Const(b, 7)),
-      i32Const(b, 141));
+      b, arith::ShRUIOp::create(b, queryMaxBits(b), cI32(b, 7)),
+      cI32(b, 141));
   k = arith::MinSIOp::create(
-      b, arith::MaxSIOp::create(b, k, i32Const(b, -110)), i32Const(b, 113));
-  roundQueryToF16(b, pow2(b, arith::SubIOp::create(b, i32Const(b, 0), k)));
+      b, arith::MaxSIOp::create(b, k, cI32(b, -110)), cI32(b, 113));
+  roundQueryToF16(b, pow2(b, arith::SubIOp::create(b, cI32(b, 0), k)));
   logitScale = arith::MulFOp::create(
       b, arith::MulFOp::create(b, scale, cF32(b, M_LOG2E)), pow2(b, k));
 }
@@ -332,7 +331,7 @@ Value MmaPartitionBuilder::queryMaxBits(ImplicitLocOpBuilder &b) {
   // by xor shuffles, one word per warp in the weight buffers (free until
   // the step loop); after a barrier every thread takes the warps' largest.
   Type i32 = b.getI32Type();
-  Value m = i32Const(b, 0);
+  Value m = cI32(b, 0);
   forQueryChunks(b, [&](ImplicitLocOpBuilder &, Value live, Value slot,
                         Value chunk) {
     Value bits = stagedChunkBits(b, slot, chunk);
@@ -340,9 +339,9 @@ Value MmaPartitionBuilder::queryMaxBits(ImplicitLocOpBuilder &b) {
       Value mag = arith::AndIOp::create(
           b,
           arith::ExtUIOp::create(b, i32, vector::ExtractOp::create(b, bits, e)),
-          i32Const(b, 0x7fff));
+          cI32(b, 0x7fff));
       m = arith::MaxUIOp::create(
-          b, m, arith::SelectOp::create(b, live, mag, i32Const(b, 0)));
+          b, m, arith::SelectOp::create(b, live, mag, cI32(b, 0)));
     }
   });
   for (int64_t off = 1; off < 32; off *= 2)
@@ -359,7 +358,7 @@ Value MmaPartitionBuilder::queryMaxBits(ImplicitLocOpBuilder &b) {
         ValueRange{arith::AddIOp::create(b, cIdx(b, scratchBase()), warp)});
   }
   gpu::BarrierOp::create(b);
-  m = i32Const(b, 0);
+  m = cI32(b, 0);
   for (int64_t w = 0; w < plan.warps; ++w)
     m = arith::MaxUIOp::create(
         b, m,
@@ -398,17 +397,12 @@ void MmaPartitionBuilder::roundQueryToF16(ImplicitLocOpBuilder &b,
   gpu::BarrierOp::create(b);
 }
 
-/// An i32 constant.
-Value MmaPartitionBuilder::i32Const(ImplicitLocOpBuilder &b, int64_t v) {
-  return arith::ConstantIntOp::create(b, v, 32);
-}
-
 /// 2^e as f32 (e an i32 in [-126, 127]): the exponent field alone.
 Value MmaPartitionBuilder::pow2(ImplicitLocOpBuilder &b, Value e) {
   return arith::BitcastOp::create(
       b, b.getF32Type(),
-      arith::ShLIOp::create(b, arith::AddIOp::create(b, e, i32Const(b, 127)),
-                            i32Const(b, 23)));
+      arith::ShLIOp::create(b, arith::AddIOp::create(b, e, cI32(b, 127)),
+                            cI32(b, 23)));
 }
 
 Value MmaPartitionBuilder::qIndex(ImplicitLocOpBuilder &b, Value slot,
