@@ -51,6 +51,7 @@ std::string mlir::paged_attn::minimumPtxFeature(llvm::StringRef chip) {
 
 static void buildKernelsToPTX(OpPassManager &pm,
                               const PagedAttnToPTXOptions &options);
+static std::string ptxFeatureFor(const PagedAttnToPTXOptions &options);
 static void buildRuntimeHostToLLVM(OpPassManager &pm);
 
 void mlir::paged_attn::buildPagedAttnToPTXPipeline(
@@ -70,6 +71,7 @@ void mlir::paged_attn::buildPagedAttnToPTXPipeline(
   convert.chip = options.chip;
   convert.kernel = options.kernel;
   convert.simtPieceBytes = options.simtPieceBytes;
+  convert.l2PrefetchBytes = options.l2PrefetchBytes;
   convert.host = options.host;
   pm.addPass(createConvertPagedAttnToGPU(convert));
   pm.addPass(createCanonicalizerPass());
@@ -97,7 +99,7 @@ static void buildKernelsToPTX(OpPassManager &pm,
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
   target.features = options.features.empty()
-                        ? minimumPtxFeature(options.chip)
+                        ? ptxFeatureFor(options)
                         : options.features.getValue();
   target.optLevel = options.optLevel;
   pm.addPass(createGpuNVVMAttachTarget(target));
@@ -112,6 +114,18 @@ static void buildKernelsToPTX(OpPassManager &pm,
     exportOptions.ptxas = options.ptxas;
     pm.addPass(createPagedAttnExportBundle(exportOptions));
   }
+}
+
+/// The chip's minimum PTX version, raised to 7.4 for the L2 prefetch size
+/// hint (.L2::64B/128B/256B) where the chip's is older (sm_80, sm_86).
+static std::string ptxFeatureFor(const PagedAttnToPTXOptions &options) {
+  std::string feature = minimumPtxFeature(options.chip);
+  unsigned version = 0;
+  if (options.l2PrefetchBytes > 0 &&
+      !StringRef(feature).drop_front(4).getAsInteger(10, version) &&
+      version < 74)
+    return "+ptx74";
+  return feature;
 }
 
 /// host=runtime: the kernels are in the bundles; the host code (runtime

@@ -30,9 +30,11 @@
 // CHECK-SAME: .visible .entry [[V]]_partition(
 // CHECK-SAME: ld.global.v4.{{[bu]}}32
 // SIMT-SAME: shfl.sync.bfly.b32
-// Tensor cores: the 8-byte value loads, the score and P.V products, the
-// step max across lanes and the warp-private transpose of the weights.
-// MMA-SAME: ld.global.v2.b32
+// Tensor cores: the 8-byte value loads (from sm_90 with the L2 fetching
+// 256 bytes around a miss), the score and P.V products, the step max
+// across lanes and the warp-private transpose of the weights.
+// SM90-SAME: ld.global.L2::256B.v2.b32
+// SM80-SAME: ld.global.v2.b32
 // MMA-SAME: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // MMA-SAME: shfl.sync.bfly.b32
 // MMA-SAME: bar.warp.sync

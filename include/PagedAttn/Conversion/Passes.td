@@ -90,6 +90,12 @@ def ConvertPagedAttnToGPU : Pass<"convert-paged-attn-to-gpu", "ModuleOp"> {
            "Bytes of a token's key a SIMT lane loads at once (8 or 16; 8 "
            "puts twice the lanes on a token); 0 picks the rule (16). The "
            "variant keeps its name: build a library with one setting">,
+    Option<"l2PrefetchBytes", "l2-prefetch-bytes", "int64_t",
+           /*default=*/"-1",
+           "L2 prefetch size hint (64, 128 or 256 bytes; 0: none; -1: the "
+           "rule, 256 from sm_90) on the tensor-core kernel's key and value "
+           "loads: the L2 fetches that many bytes around a missed sector. "
+           "Other kernels ignore it; the variant keeps its name">,
     Option<"host", "host", "std::string", /*default=*/"\"launch\"",
            "Host side: launch (gpu.launch_func of the kernels) or runtime "
            "(a call of the runtime's pa_host_decode_v2 on the function's "

@@ -50,6 +50,12 @@ struct PagedAttnToPTXOptions
       llvm::cl::desc("Key bytes a SIMT lane loads at once (8 or 16); 0: "
                      "the rule"),
       llvm::cl::init(0)};
+  PassOptions::Option<int64_t> l2PrefetchBytes{
+      *this, "l2-prefetch-bytes",
+      llvm::cl::desc("L2 prefetch size hint on the tensor-core kernel's "
+                     "cache loads (64, 128 or 256; 0: none; -1: the rule, "
+                     "256 from sm_90)"),
+      llvm::cl::init(-1)};
   PassOptions::Option<std::string> host{
       *this, "host",
       llvm::cl::desc("Host side: launch (gpu.launch_func, the default) or "

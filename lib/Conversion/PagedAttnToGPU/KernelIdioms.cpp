@@ -42,6 +42,50 @@ Value mlir::paged_attn::loadVector(ImplicitLocOpBuilder &b, Value memref,
                                 llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
 }
 
+Value mlir::paged_attn::loadVectorL2(ImplicitLocOpBuilder &b, Value memref,
+                                     Value offset, int64_t n,
+                                     int64_t l2Bytes) {
+  if (l2Bytes == 0)
+    return loadVector(b, memref, offset, n);
+  Type elem = cast<MemRefType>(memref.getType()).getElementType();
+  int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
+  int64_t words = n * elemBytes / 4;
+  assert((words == 1 || words == 2 || words == 4) && "4, 8 or 16 bytes");
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, memref);
+  Value at = arith::AddIOp::create(
+      b, base, arith::MulIOp::create(b, offset, cIdx(b, elemBytes)));
+  Value address = arith::IndexCastUIOp::create(b, b.getI64Type(), at);
+  // {$0..$w-1} <- [global(address)].
+  std::string outs, constraints;
+  for (int64_t i = 0; i < words; ++i) {
+    outs += (i ? ", $" : "$") + std::to_string(i);
+    constraints += "=r,";
+  }
+  std::string vec = words == 1 ? "" : ".v" + std::to_string(words);
+  std::string asmText =
+      "{ .reg .u64 pa_g; cvta.to.global.u64 pa_g, $" + std::to_string(words) +
+      "; ld.global.L2::" + std::to_string(l2Bytes) + "B" + vec + ".b32 " +
+      (words == 1 ? outs : "{" + outs + "}") + ", [pa_g]; }";
+  Type i32 = b.getI32Type();
+  Type result = words == 1 ? i32
+                           : LLVM::LLVMStructType::getLiteral(
+                                 b.getContext(), SmallVector<Type>(words, i32));
+  Value loaded =
+      LLVM::InlineAsmOp::create(
+          b, result, ValueRange{address}, asmText, constraints + "l",
+          /*has_side_effects=*/false, /*is_align_stack=*/false,
+          LLVM::TailCallKind::None, /*asm_dialect=*/nullptr,
+          /*operand_attrs=*/nullptr)
+          .getResult(0);
+  SmallVector<Value> parts;
+  for (int64_t i = 0; i < words; ++i)
+    parts.push_back(words == 1 ? loaded
+                               : LLVM::ExtractValueOp::create(b, loaded, i));
+  Value packed = vector::FromElementsOp::create(
+      b, VectorType::get({words}, i32), parts);
+  return vector::BitCastOp::create(b, VectorType::get({n}, elem), packed);
+}
+
 Value mlir::paged_attn::slidingWindowStart(ImplicitLocOpBuilder &b,
                                           Value seqLen, Value window) {
   Value w = toIndex(b, window);

@@ -85,6 +85,12 @@ void recordLastBadEntry(ImplicitLocOpBuilder &b, Value blockTables,
 /// of its size (16 bytes for the cache and query chunks): one ld.global.v4.
 Value loadVector(ImplicitLocOpBuilder &b, Value memref, Value offset,
                  int64_t n);
+/// loadVector of 4, 8 or 16 bytes of global memory with the L2 prefetch
+/// size hint `l2Bytes` (64, 128 or 256; 0 is loadVector):
+/// ld.global.L2::<l2Bytes>B, inline PTX (LLVM's NVPTX has no such load).
+/// The cache is read-only while a kernel runs, so the asm is pure.
+Value loadVectorL2(ImplicitLocOpBuilder &b, Value memref, Value offset,
+                   int64_t n, int64_t l2Bytes);
 /// Converts a loaded vector to fp32 scalars (bf16 by a 16-bit shift, f16 by
 /// cvt, f32 as is; fp8 by cvt.f16x2 where `fp8Hardware` (sm_89+), else by
 /// shifts, e4m3 then being 2^-8 of its value: KernelPlan::cacheFactor).

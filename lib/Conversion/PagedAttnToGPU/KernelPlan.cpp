@@ -166,6 +166,16 @@ static LogicalResult planMma(DecodeV2Op op,
     accumulators += 8;
   p.programsPerSM = perWarps(
       accumulators <= 32 ? 4 : accumulators <= 48 ? 3 : 2, p.warps);
+  // The value loads read 32 bytes of a head dim's row per step: all of it
+  // at block 16, a quarter at 64, an eighth at 128, each its own L2
+  // request. Asking the L2 to fetch 256 bytes around a miss brought
+  // blocks 64 and 128 from 1.021-1.053x block 16's time to 1.007-1.023x
+  // on an H100 (GQA and MHA d128, 64 x 4096; block 16 unchanged;
+  // docs/performance.md). Unmeasured before sm_90 (and PTX 7.4 there on
+  // sm_80): none.
+  p.l2PrefetchBytes = options.l2PrefetchBytes >= 0 ? options.l2PrefetchBytes
+                      : sm >= 90                   ? 256
+                                                   : 0;
   return success();
 }
 
@@ -214,6 +224,10 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
       options.simtPieceBytes != 16)
     return op.emitOpError("simt-piece-bytes (")
            << options.simtPieceBytes << ") must be 8 or 16";
+  if (!llvm::is_contained({-1, 0, 64, 128, 256}, options.l2PrefetchBytes))
+    return op.emitOpError("l2-prefetch-bytes (")
+           << options.l2PrefetchBytes << ") must be 0, 64, 128 or 256 (-1: "
+           << "the rule)";
   int64_t sm = chipVersion(options.chip);
   if (sm == 0)
     return op.emitOpError("unknown chip '") << options.chip << "'";

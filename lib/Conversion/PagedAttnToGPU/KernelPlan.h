@@ -70,6 +70,9 @@ struct KernelPlan {
   /// the occupancy the kernel is planned for, as high as ptxas can go
   /// without spilling.
   int64_t programsPerSM = 1;
+  /// The tensor-core kernel's L2 prefetch size hint on its cache loads, in
+  /// bytes (64, 128, 256; 0: plain loads): option l2-prefetch-bytes.
+  int64_t l2PrefetchBytes = 0;
 
   // Derived lane mapping (SIMT; the tensor-core kernel uses only
   // cacheBytes, keyPack and chunks, and a fixed 16-token step).

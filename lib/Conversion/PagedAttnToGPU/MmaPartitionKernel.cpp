@@ -566,7 +566,8 @@ void MmaPartitionBuilder::loadKeys(ImplicitLocOpBuilder &b, MmaStep &st) {
             cIdx(b, plan.chunks - 1));
         at = keyChunkOffset(b, base, chunk, slot);
       }
-      st.keyWords[r].push_back(cacheWords(b, loadVector(b, keyCache, at, x)));
+      st.keyWords[r].push_back(cacheWords(
+          b, loadVectorL2(b, keyCache, at, x, plan.l2PrefetchBytes)));
     }
   }
 }
@@ -591,7 +592,8 @@ void MmaPartitionBuilder::loadValues(ImplicitLocOpBuilder &b, MmaStep &st) {
     for (int64_t r = 0; r < 2; ++r) {
       if (mb + r > 0)
         st.vOfs = arith::AddIOp::create(b, st.vOfs, st.vStride);
-      st.vecV[r].push_back(loadVector(b, valueCache, st.vOfs, 4));
+      st.vecV[r].push_back(
+          loadVectorL2(b, valueCache, st.vOfs, 4, plan.l2PrefetchBytes));
     }
 }
 

@@ -68,6 +68,7 @@ struct ConvertPagedAttnToGPUPass
     options.chip = chip;
     options.kernel = kernel;
     options.simtPieceBytes = simtPieceBytes;
+    options.l2PrefetchBytes = l2PrefetchBytes;
     options.host = host;
     if (host != "launch" && host != "runtime") {
       module.emitError() << "convert-paged-attn-to-gpu: host must be launch "

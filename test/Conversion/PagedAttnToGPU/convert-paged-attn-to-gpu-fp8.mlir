@@ -1,7 +1,7 @@
 // RUN: pa-opt %s -convert-paged-attn-to-gpu="chip=sm_70" | FileCheck %s --check-prefixes=CHECK,SW
 // RUN: pa-opt %s -convert-paged-attn-to-gpu="chip=sm_90 kernel=simt heads-per-program=4" | FileCheck %s --check-prefixes=CHECK,HW
 // RUN: sed s/f8E4M3FN/f8E5M2/g %s | pa-opt -convert-paged-attn-to-gpu="chip=sm_70" | FileCheck %s --check-prefix=E5M2
-// RUN: pa-opt %s -convert-paged-attn-to-gpu="chip=sm_90" | FileCheck %s --check-prefixes=MMA,BF16
+// RUN: pa-opt %s -convert-paged-attn-to-gpu="chip=sm_90 l2-prefetch-bytes=0" | FileCheck %s --check-prefixes=MMA,BF16
 
 // fp8 KV caches (x = 16) run on the SIMT kernel on every chip. The op's
 // scales reach the kernel as scalars with the device-pointer path off; k_scale

@@ -1,4 +1,6 @@
-// RUN: pa-opt %s -split-input-file -convert-paged-attn-to-gpu="chip=sm_90" | FileCheck %s
+// The loads' structure, as plain vector.loads (l2-prefetch-bytes=0; the
+// rule's L2-hinted form of the same loads: options.mlir).
+// RUN: pa-opt %s -split-input-file -convert-paged-attn-to-gpu="chip=sm_90 l2-prefetch-bytes=0" | FileCheck %s
 // RUN: pa-opt %s -split-input-file -convert-paged-attn-to-gpu="chip=sm_90 kernel=simt" | FileCheck %s --check-prefix=SIMT
 
 // From sm_80 the 16-bit variants get the tensor-core partition kernel.

@@ -45,6 +45,9 @@ struct PagedAttnToGPUOptions {
   std::string kernel = "auto";
   /// Bytes of a key piece of the SIMT kernel (8 or 16); 0: the rule.
   int64_t simtPieceBytes = 0;
+  /// The L2 prefetch size hint (.L2::64B/128B/256B, PTX 7.4) on the
+  /// tensor-core kernel's cache loads; 0: none; -1: the rule.
+  int64_t l2PrefetchBytes = -1;
   /// The host side: "launch" (gpu.launch_func) or "runtime" (a call of
   /// pa_host_decode_v2 on the function's context, stream and status).
   std::string host = "launch";
