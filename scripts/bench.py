@@ -18,8 +18,11 @@ Usage (a CUDA GPU with torch; PYTHONPATH=runtime/python, PA_KERNEL_LIBRARY):
                                         cache of the same values
   scripts/bench.py --partitions         every partition count forced (fixed grid) against
                                         the adaptive rule's choice, per config
+                                        (--kv-cache-dtype fp8_e4m3: over an fp8 cache)
   scripts/bench.py --spec               several query tokens per sequence (speculative
                                         decoding): q_len 1, 2, 4, 8 against q_len 1
+  scripts/bench.py --blocks             every config at block sizes 16, 32, 64, 128
+                                        against block 16
   options: --dtype float16|bfloat16, --seed PATH (the seed's file), --json FILE
 
 Bandwidth = bytes of K and V the contexts hold / median time.
@@ -277,6 +280,60 @@ def spec_decode(dtype, copy_tbs, rows):
         torch.cuda.empty_cache()
 
 
+def blocks(dtype, copy_tbs, rows, names):
+    """Each config at block sizes 16, 32, 64 and 128 (the same contexts in
+    pages of each size, one kernel variant: block_size is a run-time
+    parameter), each checked against the float64 reference, then timed
+    against block 16."""
+    print(f"\n{'config':20} {'block':>5} {'ms':>8} {'vs b16':>7} {'TB/s':>7} {'% read':>6}")
+    for name in names:
+        seqs, heads, kvh, d, _, spec = CONFIGS[name]
+        lens = lengths(spec, seqs, 7)
+        scale, max_len = 1 / math.sqrt(d), max(lens)
+        parts = -(-max_len // 512)
+        base = None
+        for bs in (16, 32, 64, 128):
+            q, kc, vc, bt, sl = make_case(seqs, heads, kvh, d, bs, lens, dtype, 7)
+            out = torch.empty_like(q)
+            es = torch.empty(seqs, heads, parts, device="cuda")
+            ml, tmp = torch.empty_like(es), torch.empty(seqs, heads, parts, d, device="cuda")
+            call = lambda: paged_attention_v2(out, es, ml, tmp, q, kc, vc, kvh, scale, bt, sl,
+                                              bs, max_len, None)
+            call()
+            torch.cuda.synchronize()
+            ref = reference(q, kc, vc, bt, sl, scale)
+            err = ((out.float() - ref).norm() / ref.norm()).item()
+            if not math.isfinite(err) or err > 2e-2:
+                print(f"{name}: block {bs} WRONG (rel err {err:.2e}); not timed")
+                continue
+            t = median_ms(call)
+            base = base or t
+            nbytes = sum(lens) * kvh * d * 2 * q.element_size()
+            tbs = nbytes / t / 1e9
+            print(f"{name:20} {bs:5d} {t:8.4f} {t / base:7.3f} {tbs:7.3f} "
+                  f"{100 * tbs / ceiling.read_tbs(nbytes):6.0f}", flush=True)
+            rows.append({"config": name, "block_size": bs, "ms": t, "vs_b16": t / base,
+                         "TBps": tbs, "rel_err": err})
+            del q, kc, vc, bt, sl, out, es, ml, tmp, ref
+            torch.cuda.empty_cache()
+
+
+FP8_NAMES = {torch.float8_e4m3fn: "fp8_e4m3", torch.float8_e5m2: "fp8_e5m2"}
+
+
+def quantize_fp8(kc, vc, f8, ks=0.02, vs=0.03):
+    """The 16-bit caches as fp8 caches of dtype `f8` (value = stored * scale),
+    the keys repacked to x = 16 elements per 16 bytes: (k, v, k_scale,
+    v_scale), k and v as uint8."""
+    nb, kvh, _, bs, _ = kc.shape
+    d = vc.shape[2]
+    k8 = (kc.float() / ks).to(f8)
+    v8 = (vc.float() / vs).to(f8)
+    k8 = k8.permute(0, 1, 3, 2, 4).reshape(nb, kvh, bs, d // 16, 16)
+    k8 = k8.permute(0, 1, 3, 2, 4).contiguous()
+    return k8.view(torch.uint8), v8.view(torch.uint8), ks, vs
+
+
 def fp8(dtype, copy_tbs, rows, names):
     """fp8 KV caches against the 16-bit cache: the same context quantized
     (value = stored * scale), each checked against the float64 reference of
@@ -300,16 +357,8 @@ def fp8(dtype, copy_tbs, rows, names):
             if f8 is None:
                 k, v, kw, ks, vs = kc, vc, {}, 1.0, 1.0
             else:
-                ks, vs = 0.02, 0.03
-                k8 = (kc.float() / ks).to(f8)
-                v8 = (vc.float() / vs).to(f8)
-                # fp8 keys: x = 16 elements per 16 bytes.
-                nb = kc.shape[0]
-                k8 = k8.permute(0, 1, 3, 2, 4).reshape(nb, kvh, bs, d // 16, 16)
-                k8 = k8.permute(0, 1, 3, 2, 4).contiguous()
-                k, v = k8.view(torch.uint8), v8.view(torch.uint8)
-                kw = {"kv_cache_dtype": {torch.float8_e4m3fn: "fp8_e4m3",
-                                         torch.float8_e5m2: "fp8_e5m2"}[f8]}
+                k, v, ks, vs = quantize_fp8(kc, vc, f8)
+                kw = {"kv_cache_dtype": FP8_NAMES[f8]}
             call = lambda: paged_attention_v2(out, es, ml, tmp, q, k, v, kvh, scale, bt, sl, bs,
                                               max_len, None, k_scale=ks, v_scale=vs, **kw)
             call()
@@ -337,7 +386,7 @@ def fp8(dtype, copy_tbs, rows, names):
 PARTITION_COUNTS = [1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64]
 
 
-def partitions(dtype, copy_tbs, rows, names):
+def partitions(dtype, copy_tbs, rows, names, kv_cache_dtype="auto"):
     """The partition study: for each config, the adaptive rule's call, then
     every count p of PARTITION_COUNTS (partitions of at least 256 tokens)
     forced through the fixed grid with partitions of roundup(ceil(L / p), 64)
@@ -345,15 +394,22 @@ def partitions(dtype, copy_tbs, rows, names):
     TB/s; the best count is marked. Bundles whose kernels take
     partition_split (docs/runtime.md, "Fixed-grid mode") launch at most p
     there: the adaptive count at the capacity, which may be fewer; the
-    table prints the count each plan launched."""
+    table prints the count each plan launched. `kv_cache_dtype` fp8_e4m3 or
+    fp8_e5m2: the same contexts quantized (quantize_fp8)."""
     print(f"\n{'config':20} {'call':10} {'p':>3} {'tokens':>6} {'TB/s':>7} {'ms':>8}")
     for name in names:
         seqs, heads, kvh, d, bs, spec = CONFIGS[name]
         lens = lengths(spec, seqs, 3)
         q, kc, vc, bt, sl = make_case(seqs, heads, kvh, d, bs, lens, dtype, 3)
         scale, max_len = 1 / math.sqrt(d), max(lens)
-        kv = sum(lens) * kvh * d * 2 * q.element_size()
-        ref = reference(q, kc, vc, bt, sl, scale)
+        ks = vs = 1.0
+        if kv_cache_dtype != "auto":
+            f8 = {n: t for t, n in FP8_NAMES.items()}[kv_cache_dtype]
+            kc, vc, ks, vs = quantize_fp8(kc, vc, f8)
+        kv = sum(lens) * kvh * d * 2 * kc.element_size()
+        fp8_ref = {} if kv_cache_dtype == "auto" else {
+            "kv_cache_dtype": kv_cache_dtype, "k_scale": ks, "v_scale": vs}
+        ref = reference(q, kc, vc, bt, sl, scale, **fp8_ref)
         most = max(c for c in PARTITION_COUNTS if c == 1 or max_len // c >= 256)
         out = torch.empty_like(q)
         # The workspace holds the most partitions forced; each forced call
@@ -364,8 +420,8 @@ def partitions(dtype, copy_tbs, rows, names):
         results = []
         for p in [None] + [c for c in PARTITION_COUNTS if c <= most]:
             c = _checks.check_call(out, es, ml, tmp, q, kc, vc, kvh, scale, bt, sl, bs,
-                                   max_len, None, "auto", 1.0, 1.0, {}, p is not None, None,
-                                   None)
+                                   max_len, None, kv_cache_dtype, ks, vs, {}, p is not None,
+                                   None, None)
             a = ops._decode_args(c)
             if p is not None:  # the fixed grid, p partitions of exactly this size
                 a.max_num_partitions = p
@@ -410,6 +466,10 @@ def main():
     ap.add_argument("--features", action="store_true")
     ap.add_argument("--fp8", action="store_true")
     ap.add_argument("--partitions", action="store_true")
+    ap.add_argument("--blocks", action="store_true")
+    ap.add_argument("--kv-cache-dtype", default="auto",
+                    choices=["auto", "fp8_e4m3", "fp8_e5m2"],
+                    help="with --partitions: the contexts as an fp8 cache")
     ap.add_argument("--spec", action="store_true")
     ap.add_argument("--sweep-max-gb", type=float, default=4.0)
     ap.add_argument("--tmp", default="float32", choices=["float32", "query"],
@@ -439,7 +499,9 @@ def main():
         spec_decode(dtype, copy_tbs, rows)
     elif a.partitions:
         partitions(dtype, copy_tbs, rows, a.configs.split(",") if a.configs else
-                   [n for n in CONFIGS if n != "gqa-b1-L512"])
+                   [n for n in CONFIGS if n != "gqa-b1-L512"], a.kv_cache_dtype)
+    elif a.blocks:
+        blocks(dtype, copy_tbs, rows, a.configs.split(",") if a.configs else list(CONFIGS))
     elif a.fp8:
         fp8(dtype, copy_tbs, rows, a.configs.split(",") if a.configs else
             [n for n in CONFIGS if n != "gqa-b1-L512"])
