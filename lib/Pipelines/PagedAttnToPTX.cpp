@@ -116,8 +116,9 @@ static void buildKernelsToPTX(OpPassManager &pm,
   }
 }
 
-/// The chip's minimum PTX version, raised to 7.4 for the L2 prefetch size
-/// hint (.L2::64B/128B/256B) where the chip's is older (sm_80, sm_86).
+/// The chip's minimum PTX version, raised to 7.4 for an explicit L2
+/// prefetch size hint (.L2::64B/128B/256B) where the chip's is older (the
+/// rule asks for none before sm_90, so only an explicit option raises it).
 static std::string ptxFeatureFor(const PagedAttnToPTXOptions &options) {
   std::string feature = minimumPtxFeature(options.chip);
   unsigned version = 0;
