@@ -42,19 +42,37 @@ Value mlir::paged_attn::loadVector(ImplicitLocOpBuilder &b, Value memref,
                                 llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
 }
 
-Value mlir::paged_attn::loadVectorL2(ImplicitLocOpBuilder &b, Value memref,
-                                     Value offset, int64_t n,
-                                     int64_t l2Bytes) {
-  if (l2Bytes == 0)
-    return loadVector(b, memref, offset, n);
+/// The global address of memref[offset] as an i64 (the generic address;
+/// the asm converts it with cvta.to.global).
+static Value addressOf(ImplicitLocOpBuilder &b, Value memref, Value offset) {
   Type elem = cast<MemRefType>(memref.getType()).getElementType();
   int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
-  int64_t words = n * elemBytes / 4;
-  assert((words == 1 || words == 2 || words == 4) && "4, 8 or 16 bytes");
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, memref);
   Value at = arith::AddIOp::create(
       b, base, arith::MulIOp::create(b, offset, cIdx(b, elemBytes)));
-  Value address = arith::IndexCastUIOp::create(b, b.getI64Type(), at);
+  return arith::IndexCastUIOp::create(b, b.getI64Type(), at);
+}
+
+void mlir::paged_attn::prefetchL1(ImplicitLocOpBuilder &b, Value memref,
+                                  Value offset) {
+  LLVM::InlineAsmOp::create(
+      b, Type(), ValueRange{addressOf(b, memref, offset)},
+      "{ .reg .u64 pa_g; cvta.to.global.u64 pa_g, $0; prefetch.global.L1 "
+      "[pa_g]; }",
+      "l", /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::TailCallKind::None, /*asm_dialect=*/nullptr,
+      /*operand_attrs=*/nullptr);
+}
+
+/// `n` elements at memref[offset] (4, 8 or 16 bytes) by one inline-PTX
+/// ld.global`qualifier`; `pinned`: an asm with side effects, which LLVM
+/// neither moves nor removes.
+static Value asmLoad(ImplicitLocOpBuilder &b, Value memref, Value offset,
+                     int64_t n, StringRef qualifier, bool pinned) {
+  Type elem = cast<MemRefType>(memref.getType()).getElementType();
+  int64_t words = n * (elem.getIntOrFloatBitWidth() / 8) / 4;
+  assert((words == 1 || words == 2 || words == 4) && "4, 8 or 16 bytes");
+  Value address = addressOf(b, memref, offset);
   // {$0..$w-1} <- [global(address)].
   std::string outs, constraints;
   for (int64_t i = 0; i < words; ++i) {
@@ -64,7 +82,7 @@ Value mlir::paged_attn::loadVectorL2(ImplicitLocOpBuilder &b, Value memref,
   std::string vec = words == 1 ? "" : ".v" + std::to_string(words);
   std::string asmText =
       "{ .reg .u64 pa_g; cvta.to.global.u64 pa_g, $" + std::to_string(words) +
-      "; ld.global.L2::" + std::to_string(l2Bytes) + "B" + vec + ".b32 " +
+      "; ld.global" + qualifier.str() + vec + ".b32 " +
       (words == 1 ? outs : "{" + outs + "}") + ", [pa_g]; }";
   Type i32 = b.getI32Type();
   Type result = words == 1 ? i32
@@ -73,7 +91,7 @@ Value mlir::paged_attn::loadVectorL2(ImplicitLocOpBuilder &b, Value memref,
   Value loaded =
       LLVM::InlineAsmOp::create(
           b, result, ValueRange{address}, asmText, constraints + "l",
-          /*has_side_effects=*/false, /*is_align_stack=*/false,
+          /*has_side_effects=*/pinned, /*is_align_stack=*/false,
           LLVM::TailCallKind::None, /*asm_dialect=*/nullptr,
           /*operand_attrs=*/nullptr)
           .getResult(0);
@@ -84,6 +102,20 @@ Value mlir::paged_attn::loadVectorL2(ImplicitLocOpBuilder &b, Value memref,
   Value packed = vector::FromElementsOp::create(
       b, VectorType::get({words}, i32), parts);
   return vector::BitCastOp::create(b, VectorType::get({n}, elem), packed);
+}
+
+Value mlir::paged_attn::loadVectorL2(ImplicitLocOpBuilder &b, Value memref,
+                                     Value offset, int64_t n,
+                                     int64_t l2Bytes) {
+  if (l2Bytes == 0)
+    return loadVector(b, memref, offset, n);
+  return asmLoad(b, memref, offset, n, ".L2::" + std::to_string(l2Bytes) + "B",
+                 /*pinned=*/false);
+}
+
+Value mlir::paged_attn::loadVectorPinned(ImplicitLocOpBuilder &b, Value memref,
+                                         Value offset, int64_t n) {
+  return asmLoad(b, memref, offset, n, "", /*pinned=*/true);
 }
 
 Value mlir::paged_attn::slidingWindowStart(ImplicitLocOpBuilder &b,

@@ -85,6 +85,14 @@ void recordLastBadEntry(ImplicitLocOpBuilder &b, Value blockTables,
 /// of its size (16 bytes for the cache and query chunks): one ld.global.v4.
 Value loadVector(ImplicitLocOpBuilder &b, Value memref, Value offset,
                  int64_t n);
+/// loadVector of 4, 8 or 16 bytes of global memory, issued where it stands:
+/// an inline-PTX ld.global with side effects, so that LLVM does not sink it
+/// past a branch on another load (it would then wait for that load first).
+Value loadVectorPinned(ImplicitLocOpBuilder &b, Value memref, Value offset,
+                       int64_t n);
+/// Asks the L1 (and L2) to fetch the line of global memory holding
+/// `memref[offset]`: prefetch.global.L1, inline PTX, no result.
+void prefetchL1(ImplicitLocOpBuilder &b, Value memref, Value offset);
 /// loadVector of 4, 8 or 16 bytes of global memory with the L2 prefetch
 /// size hint `l2Bytes` (64, 128 or 256; 0 is loadVector):
 /// ld.global.L2::<l2Bytes>B, inline PTX (LLVM's NVPTX has no such load).

@@ -96,8 +96,22 @@ private:
   };
 
   void emitPartition(ImplicitLocOpBuilder &b) override;
+  /// Whether stageOperands issues the query's loads (stageQuery stores
+  /// them): one-pass kernels whose threads load at most one chunk each.
+  /// With the loads hoisted, ptxas 13 (sm_90) spilled the partition
+  /// kernels at their register caps (d128, d256 _ext) and the one-pass
+  /// kernels of two chunks per thread (d192).
+  bool hoistsQuery() const {
+    return onePass && plan.headsPerProgram * queryChunks() <= plan.threads();
+  }
+  void stageOperands(ImplicitLocOpBuilder &b) override {
+    if (hoistsQuery())
+      loadedQuery = loadQuery(b, plan.headsPerProgram, plan.headsPerProgram,
+                              queryChunks());
+  }
   /// Stages the tile's query in workgroup memory (one barrier).
   void stageQuery(ImplicitLocOpBuilder &b);
+  SmallVector<QueryChunk> loadedQuery;
   /// Workgroup index of query chunk `chunk` of tile slot `slot`.
   Value qIndex(ImplicitLocOpBuilder &b, Value slot, Value chunk);
   /// Query chunks per staged row (zeros past head_size).
@@ -272,16 +286,19 @@ void MmaPartitionBuilder::mma(ImplicitLocOpBuilder &b, ArrayRef<Value> a,
 void MmaPartitionBuilder::stageQuery(ImplicitLocOpBuilder &b) {
   // The tile's query rows, 16-byte chunks of 8 elements, into workgroup
   // memory: slot h (masked slots and chunks past head_size as zeros) at
-  // qIndex(h, chunk).
+  // qIndex(h, chunk); the loads issued in stageOperands (hoistsQuery).
   auto f32x4 = VectorType::get({4}, b.getF32Type());
-  int64_t rows = plan.headsPerProgram;
-  PartitionProgram::stageQuery(
-      b, rows, rows, queryChunks(),
-      [&](ImplicitLocOpBuilder &nb, Value v, Value slot, Value chunk) {
-        vector::StoreOp::create(nb, vector::BitCastOp::create(nb, f32x4, v),
-                                shared, ValueRange{qIndex(nb, slot, chunk)},
-                                /*nontemporal=*/false, llvm::MaybeAlign(16));
-      });
+  auto store = [&](ImplicitLocOpBuilder &nb, Value v, Value slot,
+                   Value chunk) {
+    vector::StoreOp::create(nb, vector::BitCastOp::create(nb, f32x4, v),
+                            shared, ValueRange{qIndex(nb, slot, chunk)},
+                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+  };
+  if (hoistsQuery())
+    storeQuery(b, loadedQuery, store);
+  else
+    PartitionProgram::stageQuery(b, plan.headsPerProgram, plan.headsPerProgram,
+                                 queryChunks(), store);
   if (plan.queryToF16())
     scaleQueryToF16(b);
 }

@@ -188,10 +188,6 @@ Value PartitionProgram::safeHeadOf(ImplicitLocOpBuilder &b, int64_t g) {
 void PartitionProgram::stageQuery(ImplicitLocOpBuilder &b, int64_t rows,
                                   int64_t liveRows, int64_t chunks,
                                   QueryStoreFn store) {
-  const int64_t qPack = 8, qChunks = plan.headSize / qPack;
-  Value zero = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(VectorType::get({qPack}, plan.elemType),
-                                b.getZeroAttr(plan.elemType)));
   for (int64_t base = 0; base < rows * chunks; base += plan.threads()) {
     Value i = arith::AddIOp::create(b, tid, cIdx(b, base));
     Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
@@ -199,36 +195,78 @@ void PartitionProgram::stageQuery(ImplicitLocOpBuilder &b, int64_t rows,
     auto ifOp = scf::IfOp::create(b, inRange, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    Value slot = arith::DivUIOp::create(b, i, cIdx(b, chunks));
-    Value chunk = arith::RemUIOp::create(b, i, cIdx(b, chunks));
-    Slot s = slotOf(b, slot);
-    Value head = s.head, valid = s.valid;
-    Value use = valid;
-    if (liveRows < rows)
-      use = arith::AndIOp::create(
-          b, use,
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, slot,
-                                cIdx(b, liveRows)));
-    if (chunks > qChunks)
-      use = arith::AndIOp::create(
-          b, use,
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
-                                cIdx(b, qChunks)));
-    Value safeHead = arith::SelectOp::create(
-        b, valid, head,
-        arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
-    Value safeChunk = arith::MinUIOp::create(b, chunk, cIdx(b, qChunks - 1));
-    Value ofs = arith::AddIOp::create(
-        b,
-        arith::MulIOp::create(
-            b,
-            arith::AddIOp::create(b, arith::MulIOp::create(b, s.row, numHeads),
-                                  safeHead),
-            cIdx(b, plan.headSize)),
-        arith::MulIOp::create(b, safeChunk, cIdx(b, qPack)));
-    Value v =
-        arith::SelectOp::create(b, use, loadVector(b, query, ofs, qPack), zero);
-    store(b, v, slot, chunk);
+    QueryChunk c = queryChunk(b, i, rows, liveRows, chunks, /*pinned=*/false);
+    store(b, c.value, c.slot, c.chunk);
+  }
+  gpu::BarrierOp::create(b);
+}
+
+PartitionProgram::QueryChunk
+PartitionProgram::queryChunk(ImplicitLocOpBuilder &b, Value i, int64_t rows,
+                             int64_t liveRows, int64_t chunks, bool pinned) {
+  const int64_t qPack = 8, qChunks = plan.headSize / qPack;
+  Value zero = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(VectorType::get({qPack}, plan.elemType),
+                                b.getZeroAttr(plan.elemType)));
+  Value slot = arith::DivUIOp::create(b, i, cIdx(b, chunks));
+  Value chunk = arith::RemUIOp::create(b, i, cIdx(b, chunks));
+  Slot s = slotOf(b, slot);
+  Value head = s.head, valid = s.valid;
+  Value use = valid;
+  if (liveRows < rows)
+    use = arith::AndIOp::create(
+        b, use,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, slot,
+                              cIdx(b, liveRows)));
+  if (chunks > qChunks)
+    use = arith::AndIOp::create(
+        b, use,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
+                              cIdx(b, qChunks)));
+  Value safeHead = arith::SelectOp::create(
+      b, valid, head, arith::MulIOp::create(b, kvHead, toIndex(b, groupSize)));
+  Value safeChunk = arith::MinUIOp::create(b, chunk, cIdx(b, qChunks - 1));
+  Value ofs = arith::AddIOp::create(
+      b,
+      arith::MulIOp::create(
+          b,
+          arith::AddIOp::create(b, arith::MulIOp::create(b, s.row, numHeads),
+                                safeHead),
+          cIdx(b, plan.headSize)),
+      arith::MulIOp::create(b, safeChunk, cIdx(b, qPack)));
+  Value v =
+      arith::SelectOp::create(b, use,
+                              pinned ? loadVectorPinned(b, query, ofs, qPack)
+                                     : loadVector(b, query, ofs, qPack),
+                              zero);
+  return {Value(), slot, chunk, v};
+}
+
+SmallVector<PartitionProgram::QueryChunk>
+PartitionProgram::loadQuery(ImplicitLocOpBuilder &b, int64_t rows,
+                            int64_t liveRows, int64_t chunks) {
+  SmallVector<QueryChunk> out;
+  for (int64_t base = 0; base < rows * chunks; base += plan.threads()) {
+    Value i = arith::AddIOp::create(b, tid, cIdx(b, base));
+    Value live = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
+                                       cIdx(b, rows * chunks));
+    QueryChunk c = queryChunk(
+        b, arith::MinUIOp::create(b, i, cIdx(b, rows * chunks - 1)), rows,
+        liveRows, chunks, /*pinned=*/true);
+    c.live = live;
+    out.push_back(c);
+  }
+  return out;
+}
+
+void PartitionProgram::storeQuery(ImplicitLocOpBuilder &b,
+                                  ArrayRef<QueryChunk> loaded,
+                                  QueryStoreFn store) {
+  for (const QueryChunk &c : loaded) {
+    auto ifOp = scf::IfOp::create(b, c.live, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    store(b, c.value, c.slot, c.chunk);
   }
   gpu::BarrierOp::create(b);
 }
@@ -287,6 +325,8 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
   numHeads = arith::MulIOp::create(b, toIndex(b, numKvHeads), groupLen);
   blockRow = arith::MulIOp::create(b, seq, toIndex(b, maxBlocks));
   emitBlockAddressing(b);
+  prefetchFirstBlocks(b);
+  stageOperands(b);
 
   // Soft cap constants (unused when off; the selects keep them finite).
   if (plan.extLogits) {
@@ -349,6 +389,22 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
   emitSentinels(b);
   b.setInsertionPointToStart(ifOp.elseBlock());
   emitPartition(b);
+}
+
+void PartitionProgram::prefetchFirstBlocks(ImplicitLocOpBuilder &b) {
+  // One-pass only: in the partition kernels of the tensor-core tiles at
+  // their register caps, ptxas 13 (sm_90) spilled with it (d96 x 16).
+  // Every thread asks for entry 0's line; a warp's asks are one. Not into
+  // a block table without columns (the compiled host path allows one; its
+  // contexts are empty).
+  if (!onePass)
+    return;
+  Value any = arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, maxBlocks,
+                                    arith::ConstantIntOp::create(b, 0, 32));
+  auto ifOp = scf::IfOp::create(b, any, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  prefetchL1(b, blockTables, blockRow);
 }
 
 std::pair<Value, Value> PartitionProgram::partitionOf(ImplicitLocOpBuilder &b,

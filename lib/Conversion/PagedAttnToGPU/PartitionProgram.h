@@ -35,6 +35,10 @@ protected:
   /// The work of a non-empty partition: the token loop (emitStepLoop), each
   /// warp's state stored in the epilogue layout, then emitEpilogue.
   virtual void emitPartition(ImplicitLocOpBuilder &b) = 0;
+  /// What a program stages before it knows its range (the tensor-core
+  /// kernel: the tile's query), so that those loads overlap the seq_lens
+  /// load instead of following it; every program runs it, empty ones too.
+  virtual void stageOperands(ImplicitLocOpBuilder &b) {}
 
   /// How a step's tokens are masked: not at all (every token inside the
   /// program's range), against the program's range [rangeStart, partEnd)
@@ -139,6 +143,23 @@ protected:
       ImplicitLocOpBuilder &, Value chunkVec, Value slot, Value chunk)>;
   void stageQuery(ImplicitLocOpBuilder &b, int64_t rows, int64_t liveRows,
                   int64_t chunks, QueryStoreFn store);
+  /// stageQuery in two halves, so that the loads can be issued early and
+  /// the stores wait for them later: a thread's chunks of one round
+  /// (`live`: whether it has one), loaded without branches (the threads
+  /// past the last chunk load the last one's address again).
+  struct QueryChunk {
+    Value live, slot, chunk, value;
+  };
+  SmallVector<QueryChunk> loadQuery(ImplicitLocOpBuilder &b, int64_t rows,
+                                    int64_t liveRows, int64_t chunks);
+  /// Chunk `i` (< rows * chunks) of the tile: its slot, chunk and value
+  /// (zeros for masked slots and chunks past head_size; `pinned`: loaded by
+  /// loadVectorPinned); no `live`.
+  QueryChunk queryChunk(ImplicitLocOpBuilder &b, Value i, int64_t rows,
+                        int64_t liveRows, int64_t chunks, bool pinned);
+  /// Stores the live chunks, then one barrier.
+  void storeQuery(ImplicitLocOpBuilder &b, ArrayRef<QueryChunk> loaded,
+                  QueryStoreFn store);
 
   /// Epilogue layout, in f32 words of `shared`: acc[warp][g][dim], then
   /// m[warp][g] (log2 domain), then l[warp][g].
@@ -205,6 +226,10 @@ private:
   std::pair<Value, Value> partitionOf(ImplicitLocOpBuilder &b, Value unit,
                                       Value ctx);
   void emitSentinels(ImplicitLocOpBuilder &b);
+  /// One-pass: prefetches (L1) the block table's first line, so that its
+  /// first entries arrive with seq_len rather than one round trip to
+  /// memory after it (the range check and the first steps read them).
+  void prefetchFirstBlocks(ImplicitLocOpBuilder &b);
   /// One-pass, before the token loop: the threads check the blocks of the
   /// program's range [rangeStart, partEnd) (a block each, mostly) and, after
   /// a barrier, each that found a bad one records it. The partition kernel

@@ -45,7 +45,7 @@
 // HINT: vector.bitcast %{{.*}} : vector<2xi32> to vector<4xf16>
 // HINT: nvvm.mma.sync
 // NOHINT-LABEL: gpu.func @pa_f16_d64_h8_mma_partition
-// NOHINT-NOT: llvm.inline_asm
+// NOHINT-NOT: ld.global.L2::
 // NOHINT: gpu.func @pa_f16_d64_h8_mma_reduce
 // HINTBAD: error: 'paged_attn.decode_v2' op l2-prefetch-bytes (32) must be 0, 64, 128 or 256 (-1: the rule)
 // sm_80's minimum PTX (7.0) is raised to 7.4 for the hint.
