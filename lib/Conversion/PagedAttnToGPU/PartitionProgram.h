@@ -35,9 +35,9 @@ protected:
   /// The work of a non-empty partition: the token loop (emitStepLoop), each
   /// warp's state stored in the epilogue layout, then emitEpilogue.
   virtual void emitPartition(ImplicitLocOpBuilder &b) = 0;
-  /// What a program stages before it knows its range (the tensor-core
-  /// kernel: the tile's query), so that those loads overlap the seq_lens
-  /// load instead of following it; every program runs it, empty ones too.
+  /// What a program loads before it knows its range (the tensor-core
+  /// one-pass kernel: the tile's query, MmaPartitionBuilder::hoistsQuery),
+  /// so that those loads overlap the seq_lens load instead of following it.
   virtual void stageOperands(ImplicitLocOpBuilder &b) {}
 
   /// How a step's tokens are masked: not at all (every token inside the
