@@ -302,6 +302,39 @@ Value mlir::paged_attn::fp8PairToF16(ImplicitLocOpBuilder &b, Value bytes,
       TypeAttr::get(fp8Type));
 }
 
+/// fp8 bytes (vector<n x i8>) as f16 (vector<n x f16>) without conversion
+/// instructions. e5m2 is the top byte of an f16: a zero byte under each (one
+/// byte permute, prmt, per f16 pair). e4m3's 7 exponent/mantissa bits sit
+/// under f16's sign shifted by 7, i.e. the value / 2^8 (the caller folds
+/// KernelPlan::cacheFactor into its scales).
+static Value fp8BytesToF16(ImplicitLocOpBuilder &b, Value bytes,
+                           Type fp8Type) {
+  auto byteType = cast<VectorType>(bytes.getType());
+  int64_t n = byteType.getNumElements();
+  auto f16s = VectorType::get({n}, b.getF16Type());
+  if (isa<Float8E5M2Type>(fp8Type)) {
+    Value zeros = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(byteType, b.getI8IntegerAttr(0)));
+    SmallVector<int64_t> interleave; // little-endian: low byte 0, high b_i
+    for (int64_t i = 0; i < n; ++i)
+      interleave.append({n + i, i});
+    Value pairs = vector::ShuffleOp::create(b, bytes, zeros, interleave);
+    return vector::BitCastOp::create(b, f16s, pairs);
+  }
+  auto i16 = VectorType::get({n}, b.getI16Type());
+  auto c16 = [&](int64_t v) {
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(i16, b.getI16IntegerAttr(v)));
+  };
+  Value bits = arith::ExtUIOp::create(b, i16, bytes);
+  Value mag = arith::ShLIOp::create(
+      b, arith::AndIOp::create(b, bits, c16(0x7f)), c16(7));
+  Value sign = arith::ShLIOp::create(
+      b, arith::AndIOp::create(b, bits, c16(0x80)), c16(8));
+  return arith::BitcastOp::create(b, f16s,
+                                  arith::OrIOp::create(b, mag, sign));
+}
+
 SmallVector<Value> mlir::paged_attn::toF32Scalars(ImplicitLocOpBuilder &b,
                                                   Value vec, bool fp8Hardware) {
   auto type = cast<VectorType>(vec.getType());
@@ -335,29 +368,9 @@ SmallVector<Value> mlir::paged_attn::toF32Scalars(ImplicitLocOpBuilder &b,
       }
       return out;
     }
-    // Software (every chip): fp8 to f16 bits by shifts, then f16 to f32
-    // (exact, subnormals too). e5m2 is the top byte of an f16; e4m3's 7
-    // exponent/mantissa bits sit under f16's sign shifted by 7, i.e. the
-    // value / 2^8 (the caller folds KernelPlan::cacheFactor into its scales).
-    auto i16 = VectorType::get({n}, b.getI16Type());
-    auto c16 = [&](int64_t v) {
-      return arith::ConstantOp::create(
-          b, DenseElementsAttr::get(i16, b.getI16IntegerAttr(v)));
-    };
-    Value bits = arith::ExtUIOp::create(b, i16, bytes);
-    Value half;
-    if (isa<Float8E5M2Type>(type.getElementType())) {
-      half = arith::ShLIOp::create(b, bits, c16(8));
-    } else {
-      Value mag = arith::ShLIOp::create(
-          b, arith::AndIOp::create(b, bits, c16(0x7f)), c16(7));
-      Value sign = arith::ShLIOp::create(
-          b, arith::AndIOp::create(b, bits, c16(0x80)), c16(8));
-      half = arith::OrIOp::create(b, mag, sign);
-    }
-    Value f16 = arith::BitcastOp::create(
-        b, VectorType::get({n}, b.getF16Type()), half);
-    wide = arith::ExtFOp::create(b, VectorType::get({n}, f32), f16);
+    // Software (every chip), then f16 to f32: exact, subnormals too.
+    wide = arith::ExtFOp::create(b, VectorType::get({n}, f32),
+                                 fp8BytesToF16(b, bytes, type.getElementType()));
   } else if (!type.getElementType().isF32()) {
     wide = arith::ExtFOp::create(b, VectorType::get({n}, f32), vec);
   }

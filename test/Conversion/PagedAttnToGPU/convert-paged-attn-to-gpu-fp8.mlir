@@ -64,13 +64,16 @@
 // MMA: vector.load %arg2[%{{.*}}] {alignment = 4 : i64} : memref<1099511627776xf8E4M3FN>, vector<4xf8E4M3FN>
 // MMA: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32)
 
-// e5m2 is the top byte of an f16: one shift, no factor.
+// e5m2 is the top byte of an f16: a zero byte under each byte (one byte
+// permute per f16 pair in the PTX), no shift, no factor.
 // E5M2: gpu.func @pa_f16_kvf8E5M2_d128_h4_partition
 // E5M2-NOT: 2.560000e+02
-// E5M2: arith.extui %{{.*}} : vector<8xi8> to vector<8xi16>
-// E5M2-NEXT: arith.constant dense<8> : vector<8xi16>
-// E5M2-NEXT: arith.shli
-// E5M2-NEXT: arith.bitcast %{{.*}} : vector<8xi16> to vector<8xf16>
+// E5M2: %[[B:.*]] = arith.bitcast %{{.*}} : vector<8xf8E5M2> to vector<8xi8>
+// E5M2-NEXT: %[[Z:.*]] = arith.constant dense<0> : vector<8xi8>
+// E5M2-NEXT: %[[P:.*]] = vector.shuffle %[[B]], %[[Z]] [8, 0, 9, 1, 10, 2, 11, 3, 12, 4, 13, 5, 14, 6, 15, 7] : vector<8xi8>, vector<8xi8>
+// E5M2-NEXT: %[[H:.*]] = vector.bitcast %[[P]] : vector<16xi8> to vector<8xf16>
+// E5M2-NEXT: arith.extf %[[H]] : vector<8xf16> to vector<8xf32>
+// E5M2-NOT: arith.shli {{.*}} : vector<8xi16>
 func.func @e4m3(%q: memref<?x8x128xf16>, %kc: memref<?x2x8x16x16xf8E4M3FN>, %vc: memref<?x2x128x16xf8E4M3FN>,
     %bt: memref<?x?xi32>, %sl: memref<?xi32>, %ks: f32, %vs: f32, %out: memref<?x8x128xf16>,
     %es: memref<?x8x?xf32>, %ml: memref<?x8x?xf32>, %tmp: memref<?x8x?x128xf32>) {
