@@ -307,8 +307,7 @@ Value mlir::paged_attn::fp8PairToF16(ImplicitLocOpBuilder &b, Value bytes,
 /// byte permute, prmt, per f16 pair). e4m3's 7 exponent/mantissa bits sit
 /// under f16's sign shifted by 7, i.e. the value / 2^8 (the caller folds
 /// KernelPlan::cacheFactor into its scales).
-static Value fp8BytesToF16(ImplicitLocOpBuilder &b, Value bytes,
-                           Type fp8Type) {
+static Value fp8BytesToF16(ImplicitLocOpBuilder &b, Value bytes, Type fp8Type) {
   auto byteType = cast<VectorType>(bytes.getType());
   int64_t n = byteType.getNumElements();
   auto f16s = VectorType::get({n}, b.getF16Type());
@@ -331,8 +330,7 @@ static Value fp8BytesToF16(ImplicitLocOpBuilder &b, Value bytes,
       b, arith::AndIOp::create(b, bits, c16(0x7f)), c16(7));
   Value sign = arith::ShLIOp::create(
       b, arith::AndIOp::create(b, bits, c16(0x80)), c16(8));
-  return arith::BitcastOp::create(b, f16s,
-                                  arith::OrIOp::create(b, mag, sign));
+  return arith::BitcastOp::create(b, f16s, arith::OrIOp::create(b, mag, sign));
 }
 
 SmallVector<Value> mlir::paged_attn::toF32Scalars(ImplicitLocOpBuilder &b,
@@ -369,8 +367,8 @@ SmallVector<Value> mlir::paged_attn::toF32Scalars(ImplicitLocOpBuilder &b,
       return out;
     }
     // Software (every chip), then f16 to f32: exact, subnormals too.
-    wide = arith::ExtFOp::create(b, VectorType::get({n}, f32),
-                                 fp8BytesToF16(b, bytes, type.getElementType()));
+    Value f16 = fp8BytesToF16(b, bytes, type.getElementType());
+    wide = arith::ExtFOp::create(b, VectorType::get({n}, f32), f16);
   } else if (!type.getElementType().isF32()) {
     wide = arith::ExtFOp::create(b, VectorType::get({n}, f32), vec);
   }
