@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <cassert>
 #include <cfloat>
 
 using namespace mlir;
@@ -303,34 +304,38 @@ Value mlir::paged_attn::fp8PairToF16(ImplicitLocOpBuilder &b, Value bytes,
 }
 
 /// fp8 bytes (vector<n x i8>) as f16 (vector<n x f16>) without conversion
-/// instructions. e5m2 is the top byte of an f16: a zero byte under each (one
-/// byte permute, prmt, per f16 pair). e4m3's 7 exponent/mantissa bits sit
-/// under f16's sign shifted by 7, i.e. the value / 2^8 (the caller folds
-/// KernelPlan::cacheFactor into its scales).
+/// instructions. A zero byte under each fp8 byte (one byte permute, prmt,
+/// per f16 pair) gives b << 8. e5m2 is the top byte of an f16: done. e4m3's
+/// 7 exponent/mantissa bits sit under f16's sign shifted by 7, i.e. the
+/// value / 2^8 (the caller folds KernelPlan::cacheFactor into its scales):
+/// s eeee mmm 0^8 becomes s 0 eeee mmm 0^7, the low seven bits one place
+/// right, the sign kept. On i32 words of two halves that is one shift and
+/// two masks, (w >> 1) & 0x3f803f80 | w & 0x80008000 (the bit the shift
+/// moves across the halves falls outside the first mask).
 static Value fp8BytesToF16(ImplicitLocOpBuilder &b, Value bytes, Type fp8Type) {
   auto byteType = cast<VectorType>(bytes.getType());
   int64_t n = byteType.getNumElements();
   auto f16s = VectorType::get({n}, b.getF16Type());
-  if (isa<Float8E5M2Type>(fp8Type)) {
-    Value zeros = arith::ConstantOp::create(
-        b, DenseElementsAttr::get(byteType, b.getI8IntegerAttr(0)));
-    SmallVector<int64_t> interleave; // little-endian: low byte 0, high b_i
-    for (int64_t i = 0; i < n; ++i)
-      interleave.append({n + i, i});
-    Value pairs = vector::ShuffleOp::create(b, bytes, zeros, interleave);
-    return vector::BitCastOp::create(b, f16s, pairs);
-  }
-  auto i16 = VectorType::get({n}, b.getI16Type());
-  auto c16 = [&](int64_t v) {
+  Value zeros = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(byteType, b.getI8IntegerAttr(0)));
+  SmallVector<int64_t> interleave; // little-endian: low byte 0, high b_i
+  for (int64_t i = 0; i < n; ++i)
+    interleave.append({n + i, i});
+  Value high = vector::ShuffleOp::create(b, bytes, zeros, interleave);
+  if (isa<Float8E5M2Type>(fp8Type))
+    return vector::BitCastOp::create(b, f16s, high);
+  assert(n % 2 == 0 && "fp8 loads are whole pairs (powers of two)");
+  auto wordType = VectorType::get({n / 2}, b.getI32Type());
+  auto c32 = [&](uint32_t v) {
     return arith::ConstantOp::create(
-        b, DenseElementsAttr::get(i16, b.getI16IntegerAttr(v)));
+        b, DenseElementsAttr::get(wordType, b.getI32IntegerAttr(int32_t(v))));
   };
-  Value bits = arith::ExtUIOp::create(b, i16, bytes);
-  Value mag = arith::ShLIOp::create(
-      b, arith::AndIOp::create(b, bits, c16(0x7f)), c16(7));
-  Value sign = arith::ShLIOp::create(
-      b, arith::AndIOp::create(b, bits, c16(0x80)), c16(8));
-  return arith::BitcastOp::create(b, f16s, arith::OrIOp::create(b, mag, sign));
+  Value w = vector::BitCastOp::create(b, wordType, high);
+  Value mag = arith::AndIOp::create(b, arith::ShRUIOp::create(b, w, c32(1)),
+                                    c32(0x3f803f80u));
+  Value sign = arith::AndIOp::create(b, w, c32(0x80008000u));
+  return vector::BitCastOp::create(b, f16s,
+                                   arith::OrIOp::create(b, mag, sign));
 }
 
 SmallVector<Value> mlir::paged_attn::toF32Scalars(ImplicitLocOpBuilder &b,

@@ -6,9 +6,11 @@
 // fp8 KV caches (x = 16) run on the SIMT kernel on every chip. The op's
 // scales reach the kernel as scalars with the device-pointer path off; k_scale
 // joins the query's scale, v_scale the partition's output. sm_70 widens
-// e4m3 by shifts into f16 bits (value / 2^8: the factor 256 joins both
-// scales); sm_89+ uses cvt.rn.f16x2.e4m3x2 (no factor). A lane reads 8-byte
-// halves of a key chunk (16 lanes per d128 token) and 8-token value loads.
+// e4m3 by a byte permute and masks into f16 bits (value / 2^8: the factor
+// 256 joins both scales; 0x3f803f80 = 1065369472 keeps the low seven bits
+// shifted one place right, 0x80008000 = -2147450880 the signs); sm_89+
+// uses cvt.rn.f16x2.e4m3x2 (no factor). A lane reads 8-byte halves of a key
+// chunk (16 lanes per d128 token) and 8-token value loads.
 
 // CHECK-LABEL: func.func @e4m3
 // CHECK-SAME: %[[KS:[^:]*]]: f32, %[[VS:[^:]*]]: f32
@@ -41,10 +43,16 @@
 // CHECK: vector.load %arg1[%{{.*}}] {alignment = 8 : i64} : memref<1099511627776xf8E4M3FN>, vector<8xf8E4M3FN>
 // CHECK: vector.load %arg2[%{{.*}}] {alignment = 8 : i64} : memref<1099511627776xf8E4M3FN>, vector<8xf8E4M3FN>
 // SW: %[[BYTES:.*]] = arith.bitcast %{{.*}} : vector<8xf8E4M3FN> to vector<8xi8>
-// SW: %[[W:.*]] = arith.extui %[[BYTES]] : vector<8xi8> to vector<8xi16>
-// SW: %[[MAG:.*]] = arith.andi %[[W]], %{{.*}} : vector<8xi16>
-// SW: arith.shli %[[MAG]]
-// SW: %[[H:.*]] = arith.bitcast %{{.*}} : vector<8xi16> to vector<8xf16>
+// SW: %[[P:.*]] = vector.shuffle %[[BYTES]], %{{.*}} [8, 0, 9, 1, 10, 2, 11, 3, 12, 4, 13, 5, 14, 6, 15, 7] : vector<8xi8>, vector<8xi8>
+// SW: %[[W:.*]] = vector.bitcast %[[P]] : vector<16xi8> to vector<4xi32>
+// SW-DAG: %[[MAGMASK:.*]] = arith.constant dense<1065369472> : vector<4xi32>
+// SW-DAG: %[[ONE:.*]] = arith.constant dense<1> : vector<4xi32>
+// SW: %[[SH:.*]] = arith.shrui %[[W]], %[[ONE]] : vector<4xi32>
+// SW: %[[MAG:.*]] = arith.andi %[[SH]], %[[MAGMASK]] : vector<4xi32>
+// SW: %[[SIGNMASK:.*]] = arith.constant dense<-2147450880> : vector<4xi32>
+// SW: %[[SIGN:.*]] = arith.andi %[[W]], %[[SIGNMASK]] : vector<4xi32>
+// SW: %[[BITS:.*]] = arith.ori %[[MAG]], %[[SIGN]] : vector<4xi32>
+// SW: %[[H:.*]] = vector.bitcast %[[BITS]] : vector<4xi32> to vector<8xf16>
 // SW: arith.extf %[[H]] : vector<8xf16> to vector<8xf32>
 // HW: %[[BYTES:.*]] = arith.bitcast %{{.*}} : vector<8xf8E4M3FN> to vector<8xi8>
 // HW: %[[PAIR:.*]] = vector.shuffle %[[BYTES]], %[[BYTES]] [0, 1] : vector<8xi8>, vector<8xi8>
