@@ -72,6 +72,7 @@ void mlir::paged_attn::buildPagedAttnToPTXPipeline(
   convert.kernel = options.kernel;
   convert.simtPieceBytes = options.simtPieceBytes;
   convert.l2PrefetchBytes = options.l2PrefetchBytes;
+  convert.clusterSize = options.clusterSize;
   convert.host = options.host;
   pm.addPass(createConvertPagedAttnToGPU(convert));
   pm.addPass(createCanonicalizerPass());

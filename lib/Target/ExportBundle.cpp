@@ -125,9 +125,16 @@ std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
     << "token_step " << intOf(key, "token_step") << "\n";
   if (!twinOf.empty())
     m << "wide_twin_of " << twinOf << "_" << chipTag << "\n";
-  for (StringRef role : {"partition", "onepass"})
-    m << "kernel " << role << " " << variant << "_" << role << " threads "
-      << threads << " smem " << smem << "\n";
+  int64_t cluster = key.get("cluster_size") ? intOf(key, "cluster_size") : 0;
+  SmallVector<KernelRole> partitionRoles = {KernelRole::Partition,
+                                            KernelRole::OnePass};
+  if (cluster) {
+    m << "cluster_size " << cluster << "\n";
+    partitionRoles.push_back(KernelRole::Cluster);
+  }
+  for (KernelRole role : partitionRoles)
+    m << "kernel " << roleName(role) << " " << variant << "_"
+      << roleName(role) << " threads " << threads << " smem " << smem << "\n";
   m << "kernel reduce " << variant << "_reduce threads "
     << intOf(key, "reduce_threads") << " smem "
     << intOf(key, "reduce_shared_bytes") << "\n";
@@ -136,8 +143,9 @@ std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
   bool ext = cast<BoolAttr>(key.get("ext_logits")).getValue();
   Type cacheType = cast<TypeAttr>(key.get("cache_dtype")).getValue();
   bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(cacheType);
-  for (KernelRole role :
-       {KernelRole::Partition, KernelRole::OnePass, KernelRole::Reduce}) {
+  SmallVector<KernelRole> roles = partitionRoles;
+  roles.push_back(KernelRole::Reduce);
+  for (KernelRole role : roles) {
     m << "params " << roleName(role);
     for (const KernelParam &p : kernelParams(role, ext, fp8))
       m << " " << p.name;
@@ -147,8 +155,11 @@ std::string writeBundle(StringRef dir, StringRef variant, DictionaryAttr key,
   m << "grid partition num_partitions*" << packs
     << " num_kv_heads*ceil(group_size/heads_per_program) num_seqs\n"
     << "grid onepass " << packs
-    << " num_kv_heads*ceil(group_size/heads_per_program) num_seqs\n"
-    << "grid reduce "
+    << " num_kv_heads*ceil(group_size/heads_per_program) num_seqs\n";
+  if (cluster)
+    m << "grid cluster " << cluster << "*" << packs
+      << " num_kv_heads*ceil(group_size/heads_per_program) num_seqs\n";
+  m << "grid reduce "
     << cast<StringAttr>(key.get("reduce_grid_x")).getValue()
     << " num_seqs\n";
   return "";

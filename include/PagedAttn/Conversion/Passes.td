@@ -96,6 +96,12 @@ def ConvertPagedAttnToGPU : Pass<"convert-paged-attn-to-gpu", "ModuleOp"> {
            "rule, 256 from sm_90) on the tensor-core kernel's key and value "
            "loads: the L2 fetches that many bytes around a missed sector. "
            "Other kernels ignore it; the variant keeps its name">,
+    Option<"clusterSize", "cluster-size", "int64_t", /*default=*/"0",
+           "Also build the cluster kernel (sm_90+ tensor-core variants): "
+           "the one-pass kernel with each program's context split over a "
+           "thread-block cluster of this many programs (2 to 8), merged "
+           "over distributed shared memory; 0: none. The variant keeps its "
+           "name">,
     Option<"host", "host", "std::string", /*default=*/"\"launch\"",
            "Host side: launch (gpu.launch_func of the kernels) or runtime "
            "(a call of the runtime's pa_host_decode_v2 on the function's "

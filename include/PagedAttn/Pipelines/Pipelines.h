@@ -56,6 +56,12 @@ struct PagedAttnToPTXOptions
                      "cache loads (64, 128 or 256; 0: none; -1: the rule, "
                      "256 from sm_90)"),
       llvm::cl::init(-1)};
+  PassOptions::Option<int64_t> clusterSize{
+      *this, "cluster-size",
+      llvm::cl::desc("Also build the cluster kernel with this many programs "
+                     "per thread-block cluster (2 to 8; sm_90+ tensor-core "
+                     "variants); 0: none"),
+      llvm::cl::init(0)};
   PassOptions::Option<std::string> host{
       *this, "host",
       llvm::cl::desc("Host side: launch (gpu.launch_func, the default) or "

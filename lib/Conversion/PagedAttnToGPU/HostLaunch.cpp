@@ -45,8 +45,9 @@ using namespace mlir::paged_attn;
 
 namespace {
 
-/// The gpu.module of `plan`'s variant, created with its three kernels on
-/// first use. The module carries the variant key for the export step.
+/// The gpu.module of `plan`'s variant, created with its kernels (partition,
+/// one-pass, reduce, and with a cluster size the cluster kernel) on first
+/// use. The module carries the variant key for the export step.
 gpu::GPUModuleOp getOrCreateVariantModule(RewriterBase &rewriter,
                                           ModuleOp top,
                                           const KernelPlan &plan,
@@ -85,6 +86,15 @@ gpu::GPUModuleOp getOrCreateVariantModule(RewriterBase &rewriter,
                                   b.getI64IntegerAttr(
                                       4 * reduceSharedFloats(plan.headSize))),
                });
+  // A variant with a cluster kernel says its size (the manifest's
+  // cluster_size).
+  if (plan.clusterSize)
+    key = DictionaryAttr::get(
+        b.getContext(),
+        llvm::to_vector(llvm::concat<const NamedAttribute>(
+            key.getValue(),
+            ArrayRef<NamedAttribute>{b.getNamedAttr(
+                "cluster_size", b.getI64IntegerAttr(plan.clusterSize))})));
   mod->setAttr("paged_attn.variant", key);
   NamedAttrList variants;
   if (auto existing = top->getAttrOfType<DictionaryAttr>(kVariantAttrName))
@@ -92,8 +102,10 @@ gpu::GPUModuleOp getOrCreateVariantModule(RewriterBase &rewriter,
   variants.set(name, key);
   top->setAttr(kVariantAttrName, variants.getDictionary(b.getContext()));
   rewriter.setInsertionPointToStart(mod.getBody());
-  buildPartitionKernel(rewriter, loc, plan, /*onePass=*/false);
-  buildPartitionKernel(rewriter, loc, plan, /*onePass=*/true);
+  buildPartitionKernel(rewriter, loc, plan, KernelRole::Partition);
+  buildPartitionKernel(rewriter, loc, plan, KernelRole::OnePass);
+  if (plan.clusterSize)
+    buildPartitionKernel(rewriter, loc, plan, KernelRole::Cluster);
   buildReduceKernel(rewriter, loc, plan);
   return mod;
 }

@@ -51,12 +51,14 @@ private:
   const KernelPlan &plan;
 };
 
-/// `<variant>_partition` (or `<variant>_onepass` when `onePass`), with the
-/// parameters KernelSignature gives for its role. Grid (partitions * query
-/// slots, num_kv_heads * head tiles, num_seqs), plan.threads(); query_slots
-/// = max(max_query_len, 1) (KernelIdioms.h, QueryRow).
+/// `<variant>_partition`, `<variant>_onepass` or `<variant>_cluster` (`role`),
+/// with the parameters KernelSignature gives for its role. Grid (partitions
+/// * query slots, num_kv_heads * head tiles, num_seqs), plan.threads();
+/// query_slots = max(max_query_len, 1) (KernelIdioms.h, QueryRow). The
+/// cluster kernel's x is cluster size * query slots (programs of a cluster
+/// adjacent in x).
 gpu::GPUFuncOp buildPartitionKernel(OpBuilder &moduleBuilder, Location loc,
-                                    const KernelPlan &plan, bool onePass);
+                                    const KernelPlan &plan, KernelRole role);
 
 /// The partition grid's programs per (partition, KV tile, sequence) as a
 /// manifest formula: the query slots, or, where the tile packs several

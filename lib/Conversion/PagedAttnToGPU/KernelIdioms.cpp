@@ -145,7 +145,8 @@ Value mlir::paged_attn::partitionTokensOf(ImplicitLocOpBuilder &b, Value len,
 QueryRow mlir::paged_attn::queryRowOf(ImplicitLocOpBuilder &b, Value gridX,
                                       Value seq, Value seqLens,
                                       Value queryStartLoc, Value maxQueryLen,
-                                      Value perProgram, Value capacity) {
+                                      Value perProgram, Value capacity,
+                                      int64_t clusterSize) {
   QueryRow r;
   // seq_lens[seq] first: its load is in flight with query_start_loc's.
   r.rawLen = memref::LoadOp::create(b, seqLens, ValueRange{seq});
@@ -182,10 +183,14 @@ QueryRow mlir::paged_attn::queryRowOf(ImplicitLocOpBuilder &b, Value gridX,
     scf::YieldOp::create(b, ValueRange{seq, cIdx(b, 1)});
   }
   r.start = ifOp.getResult(0), r.qLen = ifOp.getResult(1);
-  r.j0 = arith::RemUIOp::create(b, gridX, packs);
+  r.j0 = clusterSize
+             ? arith::DivUIOp::create(b, gridX, cIdx(b, clusterSize)).getResult()
+             : arith::RemUIOp::create(b, gridX, packs).getResult();
   if (!one || *one != 1)
     r.j0 = arith::MulIOp::create(b, r.j0, perProgram);
-  r.unit = arith::DivUIOp::create(b, gridX, packs);
+  r.unit = clusterSize
+               ? arith::RemUIOp::create(b, gridX, cIdx(b, clusterSize)).getResult()
+               : arith::DivUIOp::create(b, gridX, packs).getResult();
   r.row = arith::AddIOp::create(b, r.start, r.j0);
   r.live = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, r.j0, r.qLen);
   // The program's last token: min(j0 + P, q_len) - 1.

@@ -58,10 +58,13 @@ struct QueryRow {
 /// parameters seq_lens, query_start_loc and max_query_len (i32; 0: one
 /// token per sequence, query_start_loc not read) and `perProgram` (index).
 /// With `capacity` (index: max_blocks_per_seq * block_size), seq_lens[seq]
-/// is checked against it.
+/// is checked against it. gridX is unit * packs + pack, or with a
+/// `clusterSize` (the cluster kernel, whose cluster's programs are adjacent
+/// in x) pack * clusterSize + unit.
 QueryRow queryRowOf(ImplicitLocOpBuilder &b, Value gridX, Value seq,
                     Value seqLens, Value queryStartLoc, Value maxQueryLen,
-                    Value perProgram, Value capacity = {});
+                    Value perProgram, Value capacity = {},
+                    int64_t clusterSize = 0);
 /// Context tokens query token `j` of `q`'s sequence attends to:
 /// max(seq_lens[seq] - q_len + j + 1, 0).
 Value tokenContext(ImplicitLocOpBuilder &b, const QueryRow &q, Value j);

@@ -251,6 +251,17 @@ mlir::paged_attn::planKernel(DecodeV2Op op,
   }
   if (failed(planned))
     return failure();
+  if (options.clusterSize != 0) {
+    // Thread-block clusters are sm_90's; 8 is the portable cluster size.
+    if (options.clusterSize < 2 || options.clusterSize > 8)
+      return op.emitOpError("cluster-size (")
+             << options.clusterSize << ") must be 0 or in [2, 8]";
+    if (sm < 90 || !p.usesMma())
+      return op.emitOpError("cluster-size needs the tensor-core kernel on "
+                            "sm_90 or newer (chip ")
+             << options.chip << ")";
+    p.clusterSize = options.clusterSize;
+  }
   if (op.getPartitionSize() % p.tokenStep != 0)
     return op.emitOpError("partition_size ")
            << op.getPartitionSize() << " must be a multiple of the kernel's "

@@ -73,6 +73,10 @@ struct KernelPlan {
   /// The tensor-core kernel's L2 prefetch size hint on its cache loads, in
   /// bytes (64, 128, 256; 0: plain loads): option l2-prefetch-bytes.
   int64_t l2PrefetchBytes = 0;
+  /// Programs per thread-block cluster of the variant's cluster kernel (the
+  /// one-pass kernel with each context split over the cluster's programs,
+  /// merged over distributed shared memory); 0: the variant has none.
+  int64_t clusterSize = 0;
 
   // Derived lane mapping (SIMT; the tensor-core kernel uses only
   // cacheBytes, keyPack and chunks, and a fixed 16-token step).
@@ -152,9 +156,17 @@ struct KernelPlan {
   /// First f32 word of the scratch: after the epilogue layout, 16-byte
   /// aligned for vector loads.
   int64_t scratchBase() const { return (epilogueFloats() + 3) / 4 * 4; }
+  /// The cluster kernel's merged program state, which the other programs
+  /// of its cluster read (acc[head][dim], then m[head], l[head]): at the
+  /// scratch's place, dead after the token loop.
+  int64_t clusterFloats() const {
+    return clusterSize ? headsPerProgram * (headSize + 2) : 0;
+  }
   /// All the workgroup memory of the partition kernel, in f32 words.
   int64_t sharedFloats() const {
-    return usesWmma() ? wmmaBytes() / 4 : scratchBase() + scratchFloats();
+    return usesWmma() ? wmmaBytes() / 4
+                      : scratchBase() + std::max(scratchFloats(),
+                                                 clusterFloats());
   }
 
   // The wmma kernel's workgroup memory, one byte buffer (32-byte aligned, as

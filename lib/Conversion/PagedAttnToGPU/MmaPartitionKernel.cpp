@@ -882,6 +882,6 @@ void MmaPartitionBuilder::storeWarpState(ImplicitLocOpBuilder &b,
 gpu::GPUFuncOp
 mlir::paged_attn::buildMmaPartitionKernel(OpBuilder &moduleBuilder,
                                           Location loc, const KernelPlan &plan,
-                                          bool onePass) {
-  return MmaPartitionBuilder(plan, onePass).build(moduleBuilder, loc);
+                                          KernelRole role) {
+  return MmaPartitionBuilder(plan, role).build(moduleBuilder, loc);
 }

@@ -69,6 +69,7 @@ struct ConvertPagedAttnToGPUPass
     options.kernel = kernel;
     options.simtPieceBytes = simtPieceBytes;
     options.l2PrefetchBytes = l2PrefetchBytes;
+    options.clusterSize = clusterSize;
     options.host = host;
     if (host != "launch" && host != "runtime") {
       module.emitError() << "convert-paged-attn-to-gpu: host must be launch "

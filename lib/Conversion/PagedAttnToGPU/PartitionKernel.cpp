@@ -656,6 +656,6 @@ void SimtPartitionBuilder::storeWarpState(ImplicitLocOpBuilder &b,
 
 gpu::GPUFuncOp mlir::paged_attn::buildSimtPartitionKernel(
     OpBuilder &moduleBuilder, Location loc, const KernelPlan &plan,
-    bool onePass) {
-  return SimtPartitionBuilder(plan, onePass).build(moduleBuilder, loc);
+    KernelRole role) {
+  return SimtPartitionBuilder(plan, role).build(moduleBuilder, loc);
 }

@@ -24,8 +24,10 @@ using namespace mlir::paged_attn;
 gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
   MLIRContext *ctx = moduleBuilder.getContext();
   Type f32 = Float32Type::get(ctx);
-  KernelSignature sig(onePass ? KernelRole::OnePass : KernelRole::Partition,
-                      plan);
+  KernelRole role = clusterSize ? KernelRole::Cluster
+                    : onePass   ? KernelRole::OnePass
+                                : KernelRole::Partition;
+  KernelSignature sig(role, plan);
   SmallVector<Type> args = sig.types(ctx);
   auto workgroup =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -37,7 +39,7 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
           ? MemRefType::get({4 * plan.sharedFloats()}, IntegerType::get(ctx, 8),
                             MemRefLayoutAttrInterface{}, workgroup)
           : sharedType;
-  std::string name = plan.name() + (onePass ? "_onepass" : "_partition");
+  std::string name = plan.name() + "_" + roleName(role);
   auto func = gpu::GPUFuncOp::create(moduleBuilder, loc, name,
                                      moduleBuilder.getFunctionType(args, {}),
                                      TypeRange{attributionType});
@@ -53,6 +55,12 @@ gpu::GPUFuncOp PartitionProgram::build(OpBuilder &moduleBuilder, Location loc) {
   // sm_90 may cap registers for occupancy and spill the softmax state).
   func->setAttr("nvvm.minctasm",
                 moduleBuilder.getI32IntegerAttr(plan.programsPerSM));
+  // The cluster's shape, compiled in (.reqnctapercluster): a plain launch
+  // whose grid x is a multiple of it runs the kernel in clusters.
+  if (clusterSize)
+    func->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
+                  moduleBuilder.getDenseI32ArrayAttr(
+                      {static_cast<int32_t>(clusterSize), 1, 1}));
 
   Block &entry = func.getBody().front();
   auto arg = [&](StringRef name) { return sig.arg(entry, name); };
@@ -311,7 +319,7 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
       arith::MulIOp::create(b, maxBlocksIdx, toIndex(b, blockSizeArg));
   tokens = queryRowOf(b, gpu::BlockIdOp::create(b, gpu::Dimension::x), seq,
                       seqLens, queryStartLoc, maxQueryLen, perProgram,
-                      capacity);
+                      capacity, clusterSize);
   part = tokens.unit, row = tokens.row, seqLen = tokens.seqLen;
   seqLenBad = tokens.lenBad;
   // Programs past their sequence's query tokens have no row: they return.
@@ -371,6 +379,13 @@ void PartitionProgram::emitBody(ImplicitLocOpBuilder &b) {
     auto lenIf = scf::IfOp::create(b, seqLenBad, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard lenGuard(b);
     b.setInsertionPointToStart(lenIf.thenBlock());
+    if (clusterSize) { // the cluster's first program, once
+      auto first = scf::IfOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, part,
+                                   cIdx(b, 0)),
+          /*withElseRegion=*/false);
+      b.setInsertionPointToStart(first.thenBlock());
+    }
     emitBadLength(b);
     b.setInsertionPointToStart(lenIf.elseBlock());
     emitRangeCheck(b);
@@ -409,10 +424,20 @@ void PartitionProgram::prefetchFirstBlocks(ImplicitLocOpBuilder &b) {
 
 std::pair<Value, Value> PartitionProgram::partitionOf(ImplicitLocOpBuilder &b,
                                                      Value unit, Value ctx) {
-  if (onePass)
+  if (onePass && !clusterSize)
     return {cIdx(b, 0), ctx};
-  Value size = partitionTokensOf(b, tokens.len, partTokens, partSplit);
+  // The cluster kernel splits the sequence over its cluster as the fixed
+  // grid does over its partitions, in whole steps; a program past the
+  // context has an empty range (and still merges).
+  auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, v, 32); };
+  Value size =
+      clusterSize
+          ? partitionTokensOf(b, tokens.len, i32(plan.tokenStep),
+                              i32(clusterSize))
+          : partitionTokensOf(b, tokens.len, partTokens, partSplit);
   Value start = arith::MulIOp::create(b, unit, size);
+  if (clusterSize)
+    start = arith::MinUIOp::create(b, start, ctx);
   return {start, arith::MinUIOp::create(
                      b, arith::AddIOp::create(b, start, size), ctx)};
 }
@@ -436,9 +461,40 @@ void PartitionProgram::emitSentinels(ImplicitLocOpBuilder &b) {
   }
 }
 
+PartitionProgram::MergeState
+PartitionProgram::mergeWarps(ImplicitLocOpBuilder &b, Value g, Value dim,
+                             Value head) {
+  auto load = [&](Value idx) {
+    return memref::LoadOp::create(b, shared, ValueRange{idx}).getResult();
+  };
+  SmallVector<Value> ms;
+  MergeState st{cF32(b, -FLT_MAX), cF32(b, 0.0f), cF32(b, 0.0f)};
+  for (int64_t w = 0; w < plan.warps; ++w) {
+    ms.push_back(load(mIndex(b, cIdx(b, w), g)));
+    st.m = maxf(b, st.m, ms.back());
+  }
+  if (head) {
+    // The attention sink joins where the softmax is normalized: here, or
+    // in the reducer after a partition kernel (which never reads it).
+    auto [mSink, lSink] = sinkState(b, sinks, hasSinks, head, M_LOG2E);
+    st.m = maxf(b, st.m, mSink);
+    st.l = arith::MulFOp::create(
+        b, lSink, exp2(b, arith::SubFOp::create(b, mSink, st.m)));
+  }
+  for (int64_t w = 0; w < plan.warps; ++w) {
+    // A warp without tokens holds m = -inf (or -FLT_MAX) and l = 0.
+    Value f = exp2(b, arith::SubFOp::create(b, ms[w], st.m));
+    st.l = fma(b, load(lIndex(b, cIdx(b, w), g)), f, st.l);
+    st.acc = fma(b, load(accIndex(b, cIdx(b, w), g, dim)), f, st.acc);
+  }
+  return st;
+}
+
 void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
   const int64_t heads = plan.headsPerProgram, d = plan.headSize;
   gpu::BarrierOp::create(b);
+  if (clusterSize)
+    return emitClusterEpilogue(b);
   if (!onePass)
     tmp = viewTmpOutput(b, tmpOutput, tmpF32, plan.elemType);
   // Each thread finishes (head, dim) pairs: merge the warps and store.
@@ -456,42 +512,17 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
     auto ifOp = scf::IfOp::create(b, valid, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    auto load = [&](Value idx) {
-      return memref::LoadOp::create(b, shared, ValueRange{idx}).getResult();
-    };
-    SmallVector<Value> ms;
-    Value mMax = cF32(b, -FLT_MAX);
-    for (int64_t w = 0; w < plan.warps; ++w) {
-      ms.push_back(load(mIndex(b, cIdx(b, w), g)));
-      mMax = maxf(b, mMax, ms.back());
-    }
-    Value sum = cF32(b, 0.0f), acc = cF32(b, 0.0f);
+    MergeState st = mergeWarps(b, g, dim, onePass ? head : Value());
+    Value mMax = st.m, sum = st.l;
     if (onePass) {
-      // The attention sink joins where the softmax is normalized: here, or
-      // in the reducer after a partition kernel (which never reads it).
-      auto [mSink, lSink] = sinkState(b, sinks, hasSinks, head, M_LOG2E);
-      mMax = maxf(b, mMax, mSink);
-      sum = arith::MulFOp::create(
-          b, lSink, exp2(b, arith::SubFOp::create(b, mSink, mMax)));
+      storeOutput(b, s, dim, st);
+      continue;
     }
-    for (int64_t w = 0; w < plan.warps; ++w) {
-      // A warp without tokens holds m = -inf (or -FLT_MAX) and l = 0.
-      Value f = exp2(b, arith::SubFOp::create(b, ms[w], mMax));
-      sum = fma(b, load(lIndex(b, cIdx(b, w), g)), f, sum);
-      acc = fma(b, load(accIndex(b, cIdx(b, w), g, dim)), f, acc);
-    }
-    Value result = arith::DivFOp::create(b, acc, sum);
+    Value result = arith::DivFOp::create(b, st.acc, sum);
     if (valueScale) // fp8: v_scale (with the cache factor)
       result = arith::MulFOp::create(b, result, valueScale);
     Value headRow = arith::AddIOp::create(
         b, arith::MulIOp::create(b, s.row, numHeads), head);
-    if (onePass) {
-      Value idx = arith::AddIOp::create(
-          b, arith::MulIOp::create(b, headRow, cIdx(b, d)), dim);
-      memref::StoreOp::create(b, fromF32(b, result, plan.elemType), output,
-                              ValueRange{idx});
-      continue;
-    }
     Value partIdx = arith::AddIOp::create(
         b, arith::MulIOp::create(b, headRow, toIndex(b, maxParts)), part);
     Value tmpIdx = arith::AddIOp::create(
@@ -507,6 +538,126 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
     memref::StoreOp::create(b, arith::MulFOp::create(b, mMax, cF32(b, M_LN2)),
                             maxLogits, ValueRange{partIdx});
   }
+}
+
+void PartitionProgram::storeOutput(ImplicitLocOpBuilder &b, const Slot &s,
+                                   Value dim, const MergeState &st) {
+  Value result = arith::DivFOp::create(b, st.acc, st.l);
+  if (valueScale) // fp8: v_scale (with the cache factor)
+    result = arith::MulFOp::create(b, result, valueScale);
+  Value headRow = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, s.row, numHeads), s.head);
+  Value idx = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, headRow, cIdx(b, plan.headSize)), dim);
+  memref::StoreOp::create(b, fromF32(b, result, plan.elemType), output,
+                          ValueRange{idx});
+}
+
+void PartitionProgram::emitClusterEpilogue(ImplicitLocOpBuilder &b) {
+  const int64_t heads = plan.headsPerProgram, d = plan.headSize;
+  const int64_t total = heads * d, threads = plan.threads();
+  // The program's state, its warps merged (no sink yet), in the cluster
+  // area at the scratch's place: acc[g][dim], m[g], l[g].
+  const int64_t area = scratchBase();
+  auto mAt = [&](Value g) {
+    return arith::AddIOp::create(b, g, cIdx(b, area + total));
+  };
+  auto lAt = [&](Value g) {
+    return arith::AddIOp::create(b, g, cIdx(b, area + total + heads));
+  };
+  for (int64_t base = 0; base < total; base += threads) {
+    Value i = arith::AddIOp::create(b, tid, cIdx(b, base));
+    auto ifOp = scf::IfOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
+                                 cIdx(b, total)),
+        /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value g = arith::DivUIOp::create(b, i, cIdx(b, d));
+    Value dim = arith::RemUIOp::create(b, i, cIdx(b, d));
+    MergeState st = mergeWarps(b, g, dim, Value());
+    memref::StoreOp::create(b, st.acc, shared,
+                            ValueRange{arith::AddIOp::create(
+                                b, i, cIdx(b, area))});
+    auto first = scf::IfOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, dim, cIdx(b, 0)),
+        /*withElseRegion=*/false);
+    b.setInsertionPointToStart(first.thenBlock());
+    memref::StoreOp::create(b, st.m, shared, ValueRange{mAt(g)});
+    memref::StoreOp::create(b, st.l, shared, ValueRange{lAt(g)});
+  }
+  // Release / acquire over the cluster: every program's area is written.
+  NVVM::ClusterArriveOp::create(b, /*aligned=*/UnitAttr());
+  NVVM::ClusterWaitOp::create(b, /*aligned=*/UnitAttr());
+  // Program `part` finishes the pairs [part * per, (part + 1) * per): the
+  // cluster's states merged (the sink joins here) and the output stored.
+  const int64_t per = llvm::divideCeil(total, clusterSize);
+  SmallVector<Value> ranks = clusterViews(b);
+  for (int64_t base = 0; base < per; base += threads) {
+    Value j = arith::AddIOp::create(b, tid, cIdx(b, base));
+    Value i = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, part, cIdx(b, per)), j);
+    Value g = arith::DivUIOp::create(b, i, cIdx(b, d));
+    Value dim = arith::RemUIOp::create(b, i, cIdx(b, d));
+    Slot s = slotOf(b, g);
+    Value valid = arith::AndIOp::create(
+        b,
+        arith::AndIOp::create(
+            b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j,
+                                     cIdx(b, per)),
+            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
+                                  cIdx(b, total))),
+        s.valid);
+    auto ifOp = scf::IfOp::create(b, valid, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    SmallVector<Value> ms, ls, accs;
+    auto [mSink, lSink] = sinkState(b, sinks, hasSinks, s.head, M_LOG2E);
+    MergeState st{mSink, cF32(b, 0.0f), cF32(b, 0.0f)};
+    for (int64_t q = 0; q < clusterSize; ++q) {
+      Value at = arith::AddIOp::create(b, i, cIdx(b, area));
+      ms.push_back(loadRemote(b, ranks[q], mAt(g)));
+      ls.push_back(loadRemote(b, ranks[q], lAt(g)));
+      accs.push_back(loadRemote(b, ranks[q], at));
+      st.m = maxf(b, st.m, ms.back());
+    }
+    st.l = arith::MulFOp::create(
+        b, lSink, exp2(b, arith::SubFOp::create(b, mSink, st.m)));
+    for (int64_t q = 0; q < clusterSize; ++q) {
+      Value f = exp2(b, arith::SubFOp::create(b, ms[q], st.m));
+      st.l = fma(b, ls[q], f, st.l);
+      st.acc = fma(b, accs[q], f, st.acc);
+    }
+    storeOutput(b, s, dim, st);
+  }
+  // No program leaves (its workgroup memory with it) while another of its
+  // cluster may still read it.
+  NVVM::ClusterArriveOp::create(b, /*aligned=*/UnitAttr());
+  NVVM::ClusterWaitOp::create(b, /*aligned=*/UnitAttr());
+}
+
+SmallVector<Value> PartitionProgram::clusterViews(ImplicitLocOpBuilder &b) {
+  // `shared` as a shared-memory pointer (address space 3), mapped into
+  // each rank's window of the cluster's (address space 7).
+  Value addr = arith::IndexCastOp::create(
+      b, b.getI64Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(b, shared));
+  Value own = LLVM::IntToPtrOp::create(
+      b, LLVM::LLVMPointerType::get(b.getContext(), 3), addr);
+  auto remote = LLVM::LLVMPointerType::get(b.getContext(), 7);
+  SmallVector<Value> views;
+  for (int64_t q = 0; q < clusterSize; ++q)
+    views.push_back(NVVM::MapaOp::create(
+        b, remote, own, arith::ConstantIntOp::create(b, q, 32)));
+  return views;
+}
+
+Value PartitionProgram::loadRemote(ImplicitLocOpBuilder &b, Value view,
+                                   Value idx) {
+  Value at = LLVM::GEPOp::create(
+      b, view.getType(), b.getF32Type(), view,
+      ValueRange{arith::IndexCastOp::create(b, b.getI32Type(), idx)});
+  return LLVM::LoadOp::create(b, b.getF32Type(), at);
 }
 
 /// tmp_output[idx] = result in the call's tmp type: a branch on tmp_f32,
@@ -786,10 +937,11 @@ SmallVector<Value> PartitionProgram::softCap(ImplicitLocOpBuilder &b,
 gpu::GPUFuncOp mlir::paged_attn::buildPartitionKernel(OpBuilder &moduleBuilder,
                                                       Location loc,
                                                       const KernelPlan &plan,
-                                                      bool onePass) {
+                                                      KernelRole role) {
   if (plan.usesMma())
-    return buildMmaPartitionKernel(moduleBuilder, loc, plan, onePass);
+    return buildMmaPartitionKernel(moduleBuilder, loc, plan, role);
+  assert(role != KernelRole::Cluster && "cluster kernels are tensor-core's");
   if (plan.usesWmma())
-    return buildWmmaPartitionKernel(moduleBuilder, loc, plan, onePass);
-  return buildSimtPartitionKernel(moduleBuilder, loc, plan, onePass);
+    return buildWmmaPartitionKernel(moduleBuilder, loc, plan, role);
+  return buildSimtPartitionKernel(moduleBuilder, loc, plan, role);
 }

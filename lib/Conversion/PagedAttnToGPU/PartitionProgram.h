@@ -14,6 +14,7 @@
 
 #include "KernelIdioms.h"
 #include "KernelPlan.h"
+#include "PagedAttn/Conversion/PagedAttnToGPU/KernelParams.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -25,8 +26,9 @@ namespace mlir::paged_attn {
 /// KernelIdioms.h, QueryRow.
 class PartitionProgram {
 public:
-  PartitionProgram(const KernelPlan &plan, bool onePass)
-      : plan(plan), onePass(onePass) {}
+  PartitionProgram(const KernelPlan &plan, KernelRole role)
+      : plan(plan), onePass(role != KernelRole::Partition),
+        clusterSize(role == KernelRole::Cluster ? plan.clusterSize : 0) {}
   virtual ~PartitionProgram() = default;
 
   gpu::GPUFuncOp build(OpBuilder &moduleBuilder, Location loc);
@@ -171,13 +173,42 @@ protected:
 
   /// After a barrier: every thread finishes (head, dim) pairs, merging the
   /// warps with the log-sum-exp rule, and stores tmp_output, exp_sums and
-  /// max_logits (or the output, one-pass).
+  /// max_logits (or the output, one-pass; the cluster kernel merges its
+  /// cluster's programs first: emitClusterEpilogue).
   void emitEpilogue(ImplicitLocOpBuilder &b);
+  /// An online-softmax state in the log2 domain: max, sum and the
+  /// accumulator of one (head, dim) pair.
+  struct MergeState {
+    Value m, l, acc;
+  };
+  /// The program's warps' states of slot g, dim `dim` merged; with `head`
+  /// (the slot's query head) the attention sink joins them.
+  MergeState mergeWarps(ImplicitLocOpBuilder &b, Value g, Value dim,
+                          Value head);
+  /// output[slot s's row, head, dim] = acc / l (times v_scale for fp8).
+  void storeOutput(ImplicitLocOpBuilder &b, const Slot &s, Value dim,
+                   const MergeState &st);
+  /// The cluster kernel's epilogue: each program stores its warps' merged
+  /// state at the scratch's place, then (after a cluster barrier) finishes
+  /// its share of the (head, dim) pairs from every program's state, read
+  /// over distributed shared memory (mapa), and a last cluster barrier
+  /// keeps the states alive until all are read.
+  void emitClusterEpilogue(ImplicitLocOpBuilder &b);
+  /// `shared` of each program of the cluster, by rank (mapa: pointers in
+  /// address space 7, the cluster's shared memory), and the f32 at word
+  /// `idx` of one of them (ld.shared::cluster).
+  SmallVector<Value> clusterViews(ImplicitLocOpBuilder &b);
+  Value loadRemote(ImplicitLocOpBuilder &b, Value view, Value idx);
   /// tmp_output[idx] = result (f32) in the tmp type tmp_f32 picks.
   void storeTmp(ImplicitLocOpBuilder &b, Value result, Value idx);
 
   const KernelPlan &plan;
+  /// Writes the output (one-pass and cluster kernels), no workspace.
   bool onePass;
+  /// The cluster kernel: its programs per cluster (0 in the others). A
+  /// cluster's programs split the context (`part` is the program's rank)
+  /// and merge their states over distributed shared memory.
+  int64_t clusterSize;
 
   // Kernel arguments.
   Value query, keyCache, valueCache, blockTables, seqLens, output, expSums,
@@ -245,13 +276,13 @@ private:
 
 /// The tensor-core partition kernel (MmaPartitionKernel.cpp).
 gpu::GPUFuncOp buildMmaPartitionKernel(OpBuilder &moduleBuilder, Location loc,
-                                       const KernelPlan &plan, bool onePass);
+                                       const KernelPlan &plan, KernelRole role);
 /// The wmma partition kernel (WmmaPartitionKernel.cpp).
 gpu::GPUFuncOp buildWmmaPartitionKernel(OpBuilder &moduleBuilder, Location loc,
-                                        const KernelPlan &plan, bool onePass);
+                                        const KernelPlan &plan, KernelRole role);
 /// The SIMT partition kernel (PartitionKernel.cpp).
 gpu::GPUFuncOp buildSimtPartitionKernel(OpBuilder &moduleBuilder, Location loc,
-                                        const KernelPlan &plan, bool onePass);
+                                        const KernelPlan &plan, KernelRole role);
 
 } // namespace mlir::paged_attn
 

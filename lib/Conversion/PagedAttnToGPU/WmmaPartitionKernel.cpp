@@ -578,6 +578,6 @@ void WmmaPartitionBuilder::storeWarpState(ImplicitLocOpBuilder &b,
 
 gpu::GPUFuncOp mlir::paged_attn::buildWmmaPartitionKernel(
     OpBuilder &moduleBuilder, Location loc, const KernelPlan &plan,
-    bool onePass) {
-  return WmmaPartitionBuilder(plan, onePass).build(moduleBuilder, loc);
+    KernelRole role) {
+  return WmmaPartitionBuilder(plan, role).build(moduleBuilder, loc);
 }

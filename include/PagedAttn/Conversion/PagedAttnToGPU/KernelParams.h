@@ -18,8 +18,10 @@
 
 namespace mlir::paged_attn {
 
-/// The kernels of a variant, as the manifest names them.
-enum class KernelRole : uint8_t { Partition, OnePass, Reduce };
+/// The kernels of a variant, as the manifest names them. The cluster
+/// kernel (variants built with a cluster size) is the one-pass kernel over
+/// a thread-block cluster: it takes the one-pass kernel's parameters.
+enum class KernelRole : uint8_t { Partition, OnePass, Reduce, Cluster };
 
 inline const char *roleName(KernelRole role) {
   switch (role) {
@@ -29,6 +31,8 @@ inline const char *roleName(KernelRole role) {
     return "onepass";
   case KernelRole::Reduce:
     return "reduce";
+  case KernelRole::Cluster:
+    return "cluster";
   }
   return "";
 }
@@ -132,6 +136,8 @@ inline constexpr KernelParam kKernelParams[] = {
 inline llvm::SmallVector<KernelParam> kernelParams(KernelRole role,
                                                    bool extLogits,
                                                    bool fp8Cache) {
+  if (role == KernelRole::Cluster)
+    role = KernelRole::OnePass;
   llvm::SmallVector<KernelParam> out;
   for (const KernelParam &p : kKernelParams) {
     if (!(p.roles & (1 << uint8_t(role))))

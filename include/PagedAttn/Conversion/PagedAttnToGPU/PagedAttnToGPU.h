@@ -48,6 +48,9 @@ struct PagedAttnToGPUOptions {
   /// The L2 prefetch size hint (.L2::64B/128B/256B, PTX 7.4) on the
   /// tensor-core kernel's cache loads; 0: none; -1: the rule.
   int64_t l2PrefetchBytes = -1;
+  /// Programs per thread-block cluster of the cluster kernel (2 to 8, sm_90+
+  /// tensor-core variants), built beside the others; 0: none.
+  int64_t clusterSize = 0;
   /// The host side: "launch" (gpu.launch_func) or "runtime" (a call of
   /// pa_host_decode_v2 on the function's context, stream and status).
   std::string host = "launch";
