@@ -74,9 +74,11 @@ int dtypeBytes(int type);
 /// the fp8 type (the kv_cache_dtype must be valid: checkDecodeArgs).
 ElemType callCacheType(const pa_decode_args &args);
 
-/// The kernels of a bundle.
-enum class Role : int { Partition = 0, OnePass = 1, Reduce = 2 };
-inline constexpr int kNumRoles = 3;
+/// The kernels of a bundle. Cluster (optional, sm_90 and newer) computes
+/// what OnePass computes, with the same parameters, in thread-block
+/// clusters of BundleDesc::clusterSize programs.
+enum class Role : int { Partition = 0, OnePass = 1, Reduce = 2, Cluster = 3 };
+inline constexpr int kNumRoles = 4;
 const char *roleName(Role role);
 
 /// Names that may appear in a `params` record, in the kernels' order.
@@ -203,7 +205,9 @@ struct KernelDesc {
 };
 
 /// One bundle's manifest, checked: every required record present and
-/// consistent. The onepass kernel is optional.
+/// consistent. The onepass kernel is optional, and so is the cluster kernel
+/// (which needs the onepass kernel, takes exactly its parameters and comes
+/// with `cluster_size`).
 struct BundleDesc {
   std::string manifestPath;
   std::string name;
@@ -229,6 +233,9 @@ struct BundleDesc {
   int warps = 0;
   int tokenStep = 0;
   KernelDesc kernels[kNumRoles];
+  /// `cluster_size`: the programs of one thread-block cluster of the cluster
+  /// kernel (2..8; its grid's x is a multiple of it), or 0 without one.
+  int clusterSize = 0;
   /// Partition programs one SM holds at once on the context's device: the
   /// driver's occupancy of the partition kernel, set when the bundle's
   /// module loads (on first use). 0 where unknown (not loaded yet, or a host
@@ -248,6 +255,9 @@ struct BundleDesc {
 
   const KernelDesc &kernel(Role role) const { return kernels[int(role)]; }
   bool hasOnePass() const { return kernel(Role::OnePass).present; }
+  /// Whether the bundle has the cluster one-pass kernel (then it has the
+  /// one-pass kernel too, with the same parameters).
+  bool hasCluster() const { return kernel(Role::Cluster).present; }
   /// Whether the partition kernel takes `param`: how a bundle says which
   /// features (ALiBi, sliding window, soft cap) it supports.
   bool takes(ParamId param, Role role = Role::Partition) const {
@@ -255,7 +265,9 @@ struct BundleDesc {
     return std::find(p.begin(), p.end(), param) != p.end();
   }
   /// Whether the partition and (if present) one-pass kernels take all five
-  /// fp8 scale parameters (k_scale ... scales_on_device).
+  /// fp8 scale parameters (k_scale ... scales_on_device). The cluster
+  /// kernel's parameters are the one-pass kernel's (checked at load), so the
+  /// three feature tests below cover it too.
   bool takesFp8Scales() const;
   /// Whether the kernels that normalize the softmax (reduce and, if
   /// present, one-pass) take the attention sinks (sinks, has_sinks).
@@ -465,6 +477,9 @@ VariantKey variantKeyOf(const pa_decode_args &args);
 struct DecodePlan {
   int variant = -1; // index into the context's variants
   bool onePass = false;
+  /// With onePass: 0, the one-pass kernel runs; else the cluster kernel
+  /// runs instead (grid and block are its), clusters of this many programs.
+  int32_t clusterSize = 0;
   int32_t partitionTokens = 0;
   int32_t numPartitions = 0;
   int32_t partitionSplit = 0; // PartitionPlan::split
@@ -520,7 +535,7 @@ void marshalParams(const KernelDesc &kernel, const pa_decode_args &args,
 /// A loaded bundle's module and kernels (all null in a host-only context).
 struct LoadedModule {
   CUmodule module = nullptr;
-  CUfunction functions[kNumRoles] = {nullptr, nullptr, nullptr};
+  CUfunction functions[kNumRoles] = {}; // null where the bundle has none
 };
 
 /// Where a bundle's module came from.

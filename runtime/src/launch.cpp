@@ -2,9 +2,10 @@
 //
 // pa_decode_v2 plans on the host (planDecode: every check before any launch),
 // packs each kernel's parameters in the order its manifest states, and
-// launches the partition and reduce kernels (or the one-pass kernel) on the
-// caller's stream. It allocates no device memory, never synchronises and
-// never reads device memory, so it can be captured in a CUDA graph.
+// launches the partition and reduce kernels (or the one-pass kernel, or the
+// cluster kernel in its place) on the caller's stream. It allocates no
+// device memory, never synchronises and never reads device memory, so it can
+// be captured in a CUDA graph.
 //
 //===----------------------------------------------------------------------===//
 
@@ -183,9 +184,13 @@ static pa_status launchKernel(const pa_context &ctx, int variantIndex,
 
 static pa_status launchPlan(const pa_context &ctx, const pa_decode_args &args,
                             const DecodePlan &plan, CUstream stream) {
+  // The cluster kernel takes the one-pass kernel's parameters (checked at
+  // load) and is marshalled alike, from its own params record; its cluster
+  // dimensions are compiled in, so a plain launch of whole clusters runs it.
   if (plan.onePass)
-    return launchKernel(ctx, plan.variant, Role::OnePass, plan.grid, plan.block,
-                        args, plan, stream);
+    return launchKernel(ctx, plan.variant,
+                        plan.clusterSize > 0 ? Role::Cluster : Role::OnePass,
+                        plan.grid, plan.block, args, plan, stream);
   PA_RETURN_IF_ERROR(launchKernel(ctx, plan.variant, Role::Partition, plan.grid,
                                   plan.block, args, plan, stream));
   return launchKernel(ctx, plan.variant, Role::Reduce, plan.reduceGrid,

@@ -121,6 +121,8 @@ const char *roleName(Role role) {
     return "onepass";
   case Role::Reduce:
     return "reduce";
+  case Role::Cluster:
+    return "cluster";
   }
   return "?";
 }
@@ -328,8 +330,10 @@ private:
   pa_status parseGrid(int line, const std::vector<std::string> &words);
   pa_status parseTwinOf(int line, const std::vector<std::string> &words);
   pa_status parseSass(int line, const std::vector<std::string> &words);
+  pa_status parseClusterSize(int line, const std::vector<std::string> &words);
   pa_status parseMagic(const std::vector<std::string> &words);
   pa_status checkComplete();
+  pa_status checkCluster();
 
   const std::string &path;
   BundleDesc &out;
@@ -339,6 +343,7 @@ private:
   int gridLine[kNumRoles] = {};
   int twinOfLine = 0;
   int sassLine = 0;
+  int clusterSizeLine = 0;
 };
 
 pa_status ManifestParser::error(int line, const char *fmt, ...) {
@@ -415,6 +420,8 @@ pa_status ManifestParser::parseLine(int line,
     return parseTwinOf(line, words);
   if (key == "sass")
     return parseSass(line, words);
+  if (key == "cluster_size")
+    return parseClusterSize(line, words);
   if (key == "paged_attn-bundle")
     return error(line, "the magic 'paged_attn-bundle' may only be the first "
                        "line");
@@ -498,8 +505,8 @@ pa_status ManifestParser::parseKernel(int line,
   Role role;
   if (!parseRole(words[1], role))
     return error(line,
-                 "unknown kernel role '%s' (expected partition, onepass or "
-                 "reduce)",
+                 "unknown kernel role '%s' (expected partition, onepass, "
+                 "reduce or cluster)",
                  words[1].c_str());
   KernelDesc &kernel = out.kernels[int(role)];
   if (kernelLine[int(role)])
@@ -525,7 +532,7 @@ pa_status ManifestParser::parseParams(int line,
   if (!parseRole(words[1], role))
     return error(line,
                  "unknown params role '%s' (expected partition, "
-                 "onepass or reduce)",
+                 "onepass, reduce or cluster)",
                  words[1].c_str());
   KernelDesc &kernel = out.kernels[int(role)];
   if (paramsLine[int(role)])
@@ -559,8 +566,8 @@ pa_status ManifestParser::parseGrid(int line,
   Role role;
   if (!parseRole(words[1], role))
     return error(line,
-                 "unknown grid role '%s' (expected partition, onepass "
-                 "or reduce)",
+                 "unknown grid role '%s' (expected partition, onepass, "
+                 "reduce or cluster)",
                  words[1].c_str());
   KernelDesc &kernel = out.kernels[int(role)];
   if (gridLine[int(role)])
@@ -614,6 +621,26 @@ pa_status ManifestParser::parseSass(int line,
   return okStatus();
 }
 
+pa_status
+ManifestParser::parseClusterSize(int line,
+                                 const std::vector<std::string> &words) {
+  // cluster_size S (with the cluster kernel only): its programs per
+  // thread-block cluster, as compiled into its PTX (.reqnctapercluster).
+  if (clusterSizeLine)
+    return error(line, "duplicate record 'cluster_size' (first at line %d)",
+                 clusterSizeLine);
+  if (words.size() != 2)
+    return error(line, "record 'cluster_size' takes exactly one value, got %zu",
+                 words.size() - 1);
+  clusterSizeLine = line;
+  if (!parseInt(words[1], 2, 8, out.clusterSize))
+    return error(line,
+                 "bad number '%s' for cluster_size (expected an integer in "
+                 "2..8, the programs of one thread-block cluster)",
+                 words[1].c_str());
+  return okStatus();
+}
+
 /// `file` resolved against the folder of the manifest at `manifest`.
 static std::string besideManifest(const std::string &manifest,
                                   const std::string &file) {
@@ -647,6 +674,7 @@ pa_status ManifestParser::checkComplete() {
                      name, name);
     }
   }
+  PA_RETURN_IF_ERROR(checkCluster());
   if (out.twinOf == out.name)
     return error(twinOfLine, "bundle '%s' cannot be its own wide twin",
                  out.name.c_str());
@@ -682,6 +710,46 @@ pa_status ManifestParser::checkComplete() {
   out.ptxPath = besideManifest(path, out.ptx);
   if (sassLine)
     out.sassPath = besideManifest(path, out.sass);
+  return okStatus();
+}
+
+/// The cluster kernel's records (every kernel already has its params and
+/// grid): it runs instead of the one-pass kernel, so it needs one, takes
+/// exactly its parameters, and comes with cluster_size; clusters need sm_90.
+pa_status ManifestParser::checkCluster() {
+  const int kernel = kernelLine[int(Role::Cluster)];
+  if (!kernel) {
+    if (clusterSizeLine)
+      return error(clusterSizeLine,
+                   "'cluster_size' without a 'kernel cluster' record");
+    return okStatus();
+  }
+  if (!kernelLine[int(Role::OnePass)])
+    return error(kernel,
+                 "'kernel cluster' without a 'kernel onepass' record: the "
+                 "cluster kernel computes the one-pass kernel's output and "
+                 "runs only where that kernel would");
+  if (!clusterSizeLine)
+    return error(kernel, "'kernel cluster' without a 'cluster_size' record");
+  const std::vector<ParamId> &cluster = out.kernel(Role::Cluster).params,
+                             &onePass = out.kernel(Role::OnePass).params;
+  if (cluster != onePass) {
+    size_t i = 0;
+    while (i < cluster.size() && i < onePass.size() && cluster[i] == onePass[i])
+      ++i;
+    return error(paramsLine[int(Role::Cluster)],
+                 "'params cluster' differs from 'params onepass' (line %d) at "
+                 "parameter %zu (%s, expected %s): the cluster kernel takes "
+                 "exactly the one-pass kernel's parameters",
+                 paramsLine[int(Role::OnePass)], i + 1,
+                 i < cluster.size() ? paramName(cluster[i]) : "none",
+                 i < onePass.size() ? paramName(onePass[i]) : "none");
+  }
+  if (out.chipVersion < 90)
+    return error(kernel,
+                 "a cluster kernel needs chip sm_90 or newer (thread-block "
+                 "clusters), but the bundle's chip is %s",
+                 out.chip.c_str());
   return okStatus();
 }
 

@@ -20,6 +20,11 @@
 //     floor(n) plus max(frac(n), 0.6) for a partial last wave; among costs
 //     within 5 % of the least, the fewest partitions.
 //
+// One partition runs the one-pass kernel. On a bundle with a cluster kernel
+// (planCluster) that kernel runs instead where the device has thread-block
+// clusters (compute capability 9.0 or newer), its grid's x is a multiple of
+// cluster_size and its programs fit in one wave (adaptiveSlots).
+//
 //===----------------------------------------------------------------------===//
 
 #include "internal.h"
@@ -67,6 +72,10 @@ static constexpr int64_t kMaxAdaptiveTokens = 2048;
 /// 8 programs +23 %, 32 +9.5 %, 64 -0.5 %, 128 -4 % to +5 %; near a wave
 /// the wmma kernel's two programs per SM do as well or better.
 static constexpr int64_t kDeclaredTwinSmsPerProgram = 2;
+
+/// Thread-block clusters, which the cluster kernel needs: compute
+/// capability 9.0 (sm_90) and newer.
+static constexpr int kMinClusterSmVersion = 90;
 
 static double waves(int64_t programs, int64_t slots) {
   double n = double(programs) / double(slots);
@@ -252,6 +261,30 @@ pa_status unsupported(const std::vector<BundleDesc> &variants,
   return status;
 }
 
+/// Makes a one-pass `plan` on `v` run the cluster kernel instead where it
+/// may (file comment): the same work spread over clusterSize times as many
+/// programs, for grids that leave most SMs idle. Else leaves it unchanged.
+static void planCluster(const DeviceInfo &device, const BundleDesc &v,
+                        const GridEnv &env, DecodePlan &plan) {
+  if (!plan.onePass || !v.hasCluster() || v.clusterSize < 2 ||
+      device.smVersion < kMinClusterSmVersion)
+    return;
+  unsigned grid[3];
+  if (!isOk(evalGrid(v, Role::Cluster, env, grid)))
+    return; // beyond CUDA's limits: the one-pass grid is smaller
+  const int64_t programs = int64_t(grid[0]) * grid[1] * grid[2];
+  // cuLaunchKernel launches a kernel of compiled-in cluster dimensions
+  // only on a grid of whole clusters.
+  if (grid[0] % unsigned(v.clusterSize) != 0 ||
+      programs > adaptiveSlots(device, v))
+    return;
+  plan.clusterSize = v.clusterSize;
+  for (int d = 0; d < 3; ++d)
+    plan.grid[d] = grid[d];
+  plan.block[0] = unsigned(v.kernel(Role::Cluster).threads);
+  plan.block[1] = plan.block[2] = 1;
+}
+
 /// The plan of `args` on variants[index], from scratch: the partition rule
 /// and the grids. `programs` gets the partition kernel's programs (all
 /// partitions).
@@ -301,6 +334,7 @@ static pa_status planOn(const DeviceInfo &device,
   PA_RETURN_IF_ERROR(evalGrid(v, main, env, plan.grid));
   plan.block[0] = unsigned(v.kernel(main).threads);
   plan.block[1] = plan.block[2] = 1;
+  planCluster(device, v, env, plan);
   if (!plan.onePass) {
     PA_RETURN_IF_ERROR(evalGrid(v, Role::Reduce, env, plan.reduceGrid));
     plan.reduceBlock[0] = unsigned(v.kernel(Role::Reduce).threads);
@@ -397,6 +431,7 @@ void exportPlan(const DecodePlan &plan, const BundleDesc &variant,
   out.partition_tokens = plan.partitionTokens;
   out.num_partitions = plan.numPartitions;
   out.partition_split = plan.partitionSplit;
+  out.cluster_size = plan.clusterSize;
   out.resident_programs = variant.residentPrograms;
   for (int d = 0; d < 3; ++d) {
     out.grid[d] = plan.grid[d];

@@ -266,17 +266,20 @@ const std::vector<int> &VariantIndex::twinsOf(const std::string &name) const {
   return it == declaredTwins.end() ? kNoBundles : it->second;
 }
 
-/// Whether `a` and `b` serve the same calls: the keys, the chip and every
-/// kernel's parameters (the features).
+/// Whether `a` and `b` serve the same calls: the keys, the chip and the
+/// partition, one-pass and reduce kernels' parameters (the features). Not
+/// the cluster kernel: it takes the one-pass kernel's parameters (checked at
+/// load) and only one of the two may have it (the sm_90 `_w8` twins do,
+/// their 4-warp bundles do not).
 static bool sameCalls(const BundleDesc &a, const BundleDesc &b) {
   if (a.dtype != b.dtype || a.cacheDtype != b.cacheDtype ||
       a.tmpAny != b.tmpAny || (!a.tmpAny && a.tmpDtype != b.tmpDtype) ||
       a.headSize != b.headSize || a.blockSize != b.blockSize ||
       a.chip != b.chip)
     return false;
-  for (int r = 0; r < kNumRoles; ++r)
-    if (a.kernels[r].present != b.kernels[r].present ||
-        a.kernels[r].params != b.kernels[r].params)
+  for (Role role : {Role::Partition, Role::OnePass, Role::Reduce})
+    if (a.kernel(role).present != b.kernel(role).present ||
+        a.kernel(role).params != b.kernel(role).params)
       return false;
   return true;
 }

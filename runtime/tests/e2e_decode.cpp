@@ -846,16 +846,21 @@ bool rowPoisoned(const Inputs &in, const std::vector<BadValue> &bad, int s,
 /// The plan of a case, for its report line.
 std::string describePlan(const Case &c, const Inputs &in, const pa_plan &plan) {
   int maxLen = *std::max_element(in.seqLens.begin(), in.seqLens.end());
+  // The cluster kernel runs in the one-pass kernel's place.
+  std::string cluster = plan.cluster_size > 0
+                            ? " cluster " + std::to_string(plan.cluster_size)
+                            : "";
   char buf[512];
   std::snprintf(
       buf, sizeof(buf),
-      "seqs %d max_len %d len[0] %d | %s parts %dx%d%s | %s | window %d cap %g "
-      "alibi %s sinks %s q_len %d rows %d",
+      "seqs %d max_len %d len[0] %d | %s parts %dx%d%s%s | %s | window %d "
+      "cap %g alibi %s sinks %s q_len %d rows %d",
       in.numSeqs, maxLen, in.seqLens[0], c.fixedGrid ? "fixed" : "adaptive",
       plan.num_partitions, plan.partition_tokens,
-      plan.one_pass ? " one-pass" : "", plan.variant, in.slidingWindow,
-      double(in.softCap), in.alibiSlopes.empty() ? "no" : "yes",
-      in.sinks.empty() ? "no" : "yes", in.maxQueryLen, in.numRows());
+      plan.one_pass ? " one-pass" : "", cluster.c_str(), plan.variant,
+      in.slidingWindow, double(in.softCap),
+      in.alibiSlopes.empty() ? "no" : "yes", in.sinks.empty() ? "no" : "yes",
+      in.maxQueryLen, in.numRows());
   std::string detail = buf;
   if (c.cache) {
     std::snprintf(buf, sizeof(buf),

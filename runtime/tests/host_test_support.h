@@ -185,6 +185,10 @@ struct Spec {
   /// partition_tokens (the fixed grid's per-sequence split), as the
   /// compiler writes bundles now.
   bool split = false;
+  /// > 0: `cluster_size` and the cluster kernel (the one-pass kernel's
+  /// parameters, its grid with x times the cluster size), as the compiler
+  /// writes the sm_90 `_w8` bundles. Written whether or not `onePass`.
+  int cluster = 0;
   std::string cacheDtype() const { return cache.empty() ? dtype : cache; }
   bool fp8() const { return cache.compare(0, 2, "f8") == 0; }
 };
@@ -245,17 +249,28 @@ inline std::vector<std::string> manifestLines(const Spec &s) {
   };
   if (!s.twinOf.empty())
     lines.push_back("wide_twin_of " + s.twinOf);
+  const std::string onePassParams =
+      "query key_cache value_cache block_tables seq_lens output exp_sums "
+      "max_logits tmp_output scale max_blocks_per_seq max_num_partitions "
+      "partition_tokens num_kv_heads group_size" +
+      mainParams + sinkParams + qt + bounds;
   if (s.onePass) {
     lines.push_back("kernel onepass pa_" + s.name +
                     "_onepass threads " + std::to_string(32 * s.warps) +
                     " smem 8448");
-    lines.push_back(
-        "params onepass query key_cache value_cache block_tables seq_lens "
-        "output exp_sums max_logits tmp_output scale max_blocks_per_seq "
-        "max_num_partitions partition_tokens num_kv_heads group_size" +
-        mainParams + sinkParams + qt + bounds);
+    lines.push_back("params onepass " + onePassParams);
     lines.push_back("grid onepass " +
                     (s.queryTokens ? programSlots : std::string("1")) +
+                    " num_kv_heads*ceil(group_size/heads_per_program) "
+                    "num_seqs");
+  }
+  if (s.cluster > 0) {
+    std::string size = std::to_string(s.cluster);
+    lines.push_back("cluster_size " + size);
+    lines.push_back("kernel cluster pa_" + s.name + "_cluster threads " +
+                    std::to_string(32 * s.warps) + " smem 37000");
+    lines.push_back("params cluster " + onePassParams);
+    lines.push_back("grid cluster " + size + "*" + programSlots +
                     " num_kv_heads*ceil(group_size/heads_per_program) "
                     "num_seqs");
   }
@@ -312,7 +327,31 @@ inline Spec fp8Spec(const std::string &cache,
 }
 
 inline const DeviceInfo kH200{0, 90, 132};
+inline const DeviceInfo kH100{0, 90, 132};
+inline const DeviceInfo kA100{0, 80, 108};
 inline const DeviceInfo kV100{0, 70, 80};
+
+/// An sm_90 8-warp `_w8` bundle of the 8-head tile with a cluster kernel of
+/// clusters of 4, as the compiler writes them.
+inline Spec clusterSpec() {
+  Spec s;
+  s.chip = "sm_90";
+  s.tile = 8;
+  s.warps = 8;
+  s.name = "f16_d128_b16_h8_w8_mma_sm90";
+  s.cluster = 4;
+  return s;
+}
+
+/// clusterSpec() and the 4-warp bundle it is the wide twin of (the same
+/// kernel, no cluster kernel), the wide one first.
+inline std::vector<Spec> clusterTwins() {
+  Spec narrow = clusterSpec();
+  narrow.name = "f16_d128_b16_h8_mma_sm90";
+  narrow.warps = 4;
+  narrow.cluster = 0;
+  return {clusterSpec(), narrow};
+}
 
 /// A valid call: f16, 32 query heads on 8 KV heads, head 128, block 16,
 /// room for 32768 tokens (2048 blocks per sequence, 64 partitions of 512).

@@ -236,6 +236,47 @@ void libraryChipAndWideTwinTests() {
   });
 }
 
+/// The sm_90 `_w8` twins have a cluster kernel their 4-warp bundles lack:
+/// they are twins all the same (the cluster kernel's parameters are the
+/// one-pass kernel's), loaded from files, and so is a declared twin with one.
+void clusterTwinLoadingTests() {
+  run("load_links_cluster_twins", [] {
+    std::string dir = makeDir("lib_cluster_twins");
+    for (const Spec &s : clusterTwins())
+      writeBundle(dir, s);
+    HostContext h(kH100, {});
+    CHECK_OK(pa_context_load_library(h.ctx, dir.c_str()));
+    CHECK_EQ(pa_context_num_variants(h.ctx), size_t(2));
+    const BundleDesc &narrow = h.ctx->variants[0], &wide = h.ctx->variants[1];
+    CHECK_EQ(narrow.name, std::string("f16_d128_b16_h8_mma_sm90")); // sorted
+    CHECK(!narrow.hasCluster());
+    CHECK(wide.hasCluster());
+    CHECK_EQ(wide.clusterSize, 4);
+    CHECK_EQ(narrow.wideTwin, 1);
+    CHECK_EQ(wide.wideTwin, -1);
+    // A declared twin (another tile) with a cluster kernel.
+    Spec declared = clusterSpec();
+    declared.name = "a_h4_w8_cluster_sm90";
+    declared.tile = 4;
+    declared.twinOf = narrow.name;
+    std::string more = makeDir("lib_cluster_declared");
+    writeBundle(more, declared);
+    CHECK_OK(pa_context_load_library(h.ctx, more.c_str()));
+    CHECK_EQ(h.ctx->variants[2].name, declared.name);
+    CHECK(h.ctx->variants[2].hasCluster());
+    // The 8-warp twin stays the widest; both are linked without error.
+    CHECK_EQ(h.ctx->variants[0].wideTwin, 1);
+    // A twin whose one-pass kernel takes other parameters is still refused.
+    Spec other = declared;
+    other.name = "b_h4_w8_sinks_sm90";
+    other.sinks = true;
+    std::string bad = makeDir("lib_cluster_declared_bad");
+    writeBundle(bad, other);
+    CHECK_STATUS(pa_context_load_library(h.ctx, bad.c_str()), PA_ERROR_BUNDLE,
+                 "they serve different calls");
+  });
+}
+
 /// Declared twins (`wide_twin_of`): linked to the bundle they name, or
 /// refused with their load.
 void declaredTwinLoadingTests() {
@@ -360,6 +401,7 @@ void loadingTests() {
   bundleLoadingTests();
   libraryChipAndWideTwinTests();
   declaredTwinLoadingTests();
+  clusterTwinLoadingTests();
   libraryLoadingTests();
 }
 

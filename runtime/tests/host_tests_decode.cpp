@@ -563,7 +563,8 @@ struct PlanStep {
   // The expected plan; `refusedWith` set: no plan, this status code.
   std::optional<pa_status_code> refusedWith;
   std::optional<std::string> variant;
-  std::optional<int> onePass, partitionTokens, numPartitions, split, resident;
+  std::optional<int> onePass, partitionTokens, numPartitions, split, resident,
+      clusterSize;
   std::optional<Dim3> grid, block, reduceGrid, reduceBlock;
   /// partition_tokens * num_partitions covers at least this many tokens.
   std::optional<int64_t> covers;
@@ -587,6 +588,7 @@ struct PlanStep {
   PlanStep &parts(int v) { return numPartitions = v, *this; }
   PlanStep &splitIs(int v) { return split = v, *this; }
   PlanStep &residentIs(int v) { return resident = v, *this; }
+  PlanStep &clusterIs(int v) { return clusterSize = v, *this; }
   PlanStep &gridIs(Dim3 v) { return grid = v, *this; }
   PlanStep &blockIs(Dim3 v) { return block = v, *this; }
   PlanStep &reduceGridIs(Dim3 v) { return reduceGrid = v, *this; }
@@ -633,6 +635,8 @@ void checkPlan(const PlanStep &s, const pa_plan &p) {
     CHECK_EQ(p.partition_split, *s.split);
   if (s.resident)
     CHECK_EQ(p.resident_programs, *s.resident);
+  if (s.clusterSize)
+    CHECK_EQ(p.cluster_size, *s.clusterSize);
   if (s.grid)
     CHECK_DIM3(p.grid, (*s.grid)[0], (*s.grid)[1], (*s.grid)[2]);
   if (s.block)
@@ -963,6 +967,101 @@ const std::vector<PlanCase> &planCases() {
             .seqLen(512)
             .workspaceParts(1)
             .refused(PA_ERROR_UNSUPPORTED)}},
+      // The cluster kernel of the sm_90 _w8 twin runs one-pass plans whose
+      // cluster grid (4 x the one-pass grid's x) fits one wave of the
+      // twin's programs (264 on a host context). Batch 1 of GQA 32/8 heads,
+      // 512 tokens: one partition of 512 on the twin, 8 one-pass programs,
+      // 32 cluster programs in clusters of 4. Without a driver no
+      // occupancy is known.
+      {"plan_cluster_batch1",
+       {Step()
+            .with(clusterTwins())
+            .on(kH100)
+            .seqs(1)
+            .seqLen(512)
+            .chooses(wide)
+            .onePassIs(1)
+            .parts(1)
+            .tokens(512)
+            .clusterIs(4)
+            .gridIs({4, 8, 1})
+            .blockIs({256, 1, 1})
+            .reduceGridIs({0, 0, 0})
+            .reduceBlockIs({0, 0, 0})
+            .residentIs(0),
+        // The 4-warp bundle alone has no cluster kernel: its one-pass grid.
+        Step()
+            .with({clusterTwins()[1]})
+            .seqLen(200)
+            .chooses(narrow)
+            .onePassIs(1)
+            .clusterIs(0)
+            .gridIs({1, 8, 1})
+            .blockIs({128, 1, 1})}},
+      // Several partitions never run it: 600 tokens are 2 partitions of 384
+      // on the twin, 32768 are 32 of 1024; the fixed grid of capacity
+      // 32768 is 64 (the 4-warp bundle).
+      {"plan_cluster_one_pass_only",
+       {Step()
+            .with(clusterTwins())
+            .on(kH100)
+            .seqs(1)
+            .seqLen(600)
+            .chooses(wide)
+            .onePassIs(0)
+            .parts(2)
+            .clusterIs(0)
+            .gridIs({2, 8, 1})
+            .blockIs({256, 1, 1}),
+        Step()
+            .seqLen(32768)
+            .chooses(wide)
+            .onePassIs(0)
+            .parts(32)
+            .clusterIs(0)
+            .gridIs({32, 8, 1}),
+        Step().seqLen(0).onePassIs(0).parts(64).clusterIs(0),
+        // A fixed grid of one partition is one pass: the cluster kernel.
+        Step()
+            .seqLen(0)
+            .blocksPerSeq(32)
+            .workspaceParts(1)
+            .chooses(wide)
+            .onePassIs(1)
+            .clusterIs(4)
+            .gridIs({4, 8, 1})}},
+      // One wave: 8 sequences are 256 cluster programs (of 264), 9 are
+      // 288, which run as the twin's 72 one-pass programs instead; 34
+      // sequences (272 partition programs) run the 4-warp bundle.
+      {"plan_cluster_one_wave_boundary",
+       {Step()
+            .with(clusterTwins())
+            .on(kH100)
+            .seqLen(512)
+            .seqs(8)
+            .chooses(wide)
+            .onePassIs(1)
+            .clusterIs(4)
+            .gridIs({4, 8, 8})
+            .blockIs({256, 1, 1}),
+        Step()
+            .seqs(9)
+            .chooses(wide)
+            .onePassIs(1)
+            .clusterIs(0)
+            .gridIs({1, 8, 9})
+            .blockIs({256, 1, 1}),
+        Step().seqs(34).chooses(narrow).clusterIs(0).blockIs({128, 1, 1}),
+        // Fewer SMs, fewer slots: 66 SMs hold 132 8-warp programs, 4
+        // sequences' clusters (128) but not 5 (160).
+        Step()
+            .on(DeviceInfo{0, 90, 66})
+            .seqs(4)
+            .chooses(wide)
+            .clusterIs(4)
+            .gridIs({4, 8, 4}),
+        Step().seqs(5).chooses(wide).onePassIs(1).clusterIs(0).gridIs(
+            {1, 8, 5})}},
   };
   // clang-format on
   return cases;
@@ -1017,6 +1116,130 @@ void planTests() {
     a.num_seqs = 33;
     CHECK_OK(planDecode(kH200, descs, a, true, plan));
     CHECK_EQ(plan.variant, 1);
+  });
+
+  // The cluster kernel's wave is the twin's: one resident 8-warp program
+  // per SM is 132 slots, 4 sequences' clusters (128 programs) and not 5
+  // (160), which run the twin's one-pass kernel.
+  run("plan_cluster_driver_occupancy", [] {
+    std::vector<BundleDesc> descs;
+    for (const Spec &s : clusterTwins())
+      descs.push_back(descFor(s));
+    linkWideTwins(descs);
+    CHECK_EQ(descs[1].wideTwin, 0);
+    descs[0].residentPrograms = 1;
+    descs[1].residentPrograms = 4;
+    pa_decode_args a = validArgs();
+    a.max_seq_len = 512;
+    a.num_seqs = 4;
+    DecodePlan plan;
+    CHECK_OK(planDecode(kH100, descs, a, true, plan));
+    CHECK_EQ(plan.variant, 0);
+    CHECK(plan.onePass);
+    CHECK_EQ(plan.clusterSize, 4);
+    CHECK_EQ(plan.grid[0], 4u);
+    CHECK_EQ(plan.grid[2], 4u);
+    a.num_seqs = 5;
+    CHECK_OK(planDecode(kH100, descs, a, true, plan));
+    CHECK_EQ(plan.variant, 0);
+    CHECK(plan.onePass);
+    CHECK_EQ(plan.clusterSize, 0);
+    CHECK_EQ(plan.grid[0], 1u);
+    CHECK_EQ(plan.block[0], 256u);
+    pa_plan out;
+    exportPlan(plan, descs[plan.variant], out);
+    CHECK_EQ(out.cluster_size, 0);
+    CHECK_EQ(out.one_pass, 1);
+  });
+
+  // Only devices with thread-block clusters (compute capability 9.0 and
+  // newer) run it. An sm_90 bundle does not even load on an sm_80 device;
+  // were one selected there (its chip changed here after parsing), the
+  // one-pass kernel would run.
+  run("plan_cluster_needs_sm90_device", [] {
+    std::vector<BundleDesc> descs;
+    for (const Spec &s : clusterTwins())
+      descs.push_back(descFor(s));
+    CHECK(!isOk(checkChip(descs[0], kA100)));
+    {
+      pa_decode_args a = validArgs();
+      a.num_seqs = 1;
+      a.max_seq_len = 512;
+      pa_status st;
+      planOn(kA100, clusterTwins(), a, st);
+      CHECK_EQ(int(st.code), int(PA_ERROR_UNSUPPORTED));
+    }
+    for (BundleDesc &d : descs) {
+      d.chip = "sm_80";
+      d.chipVersion = 80;
+    }
+    linkWideTwins(descs);
+    pa_decode_args a = validArgs();
+    a.num_seqs = 1;
+    a.max_seq_len = 512;
+    DecodePlan plan;
+    CHECK_OK(planDecode(kA100, descs, a, true, plan));
+    CHECK_EQ(plan.variant, 0); // the 8-warp twin
+    CHECK(plan.onePass);
+    CHECK_EQ(plan.clusterSize, 0);
+    CHECK_EQ(plan.grid[0], 1u);
+    CHECK_EQ(plan.block[0], 256u);
+    // The same bundles on an sm_90 device: the cluster kernel.
+    CHECK_OK(planDecode(kH100, descs, a, true, plan));
+    CHECK_EQ(plan.clusterSize, 4);
+    CHECK_EQ(plan.grid[0], 4u);
+    // A newer device (the PTX through the JIT) has clusters too.
+    CHECK_OK(planDecode(DeviceInfo{0, 100, 148}, descs, a, true, plan));
+    CHECK_EQ(plan.clusterSize, 4);
+  });
+
+  // A cluster grid whose x is no multiple of cluster_size cannot be
+  // launched in whole clusters: the one-pass kernel runs.
+  run("plan_cluster_grid_not_whole_clusters", [] {
+    std::vector<std::string> lines =
+        replaced(manifestLines(clusterSpec()), "grid cluster",
+                 "grid cluster 3*query_slots "
+                 "num_kv_heads*ceil(group_size/heads_per_program) num_seqs");
+    std::vector<BundleDesc> descs(1);
+    CHECK_OK(parseManifest(join(lines), "mem/c.manifest", descs[0]));
+    pa_decode_args a = validArgs();
+    a.num_seqs = 1;
+    a.max_seq_len = 512;
+    DecodePlan plan;
+    CHECK_OK(planDecode(kH100, descs, a, true, plan));
+    CHECK(plan.onePass);
+    CHECK_EQ(plan.clusterSize, 0);
+    CHECK_EQ(plan.grid[0], 1u);
+    // 8 (two clusters) is launchable.
+    lines = replaced(lines, "grid cluster",
+                     "grid cluster 8*query_slots "
+                     "num_kv_heads*ceil(group_size/heads_per_program) "
+                     "num_seqs");
+    CHECK_OK(parseManifest(join(lines), "mem/c.manifest", descs[0]));
+    CHECK_OK(planDecode(kH100, descs, a, true, plan));
+    CHECK_EQ(plan.clusterSize, 4);
+    CHECK_EQ(plan.grid[0], 8u);
+  });
+
+  // A cluster plan is a one-pass plan: no workspace, and the launch (which
+  // a host context refuses after every check) is reached without one.
+  run("plan_cluster_needs_no_workspace", [] {
+    HostContext h(kH100, clusterTwins());
+    pa_decode_args a = validArgs();
+    a.num_seqs = 1;
+    a.max_seq_len = 512;
+    a.exp_sums = a.max_logits = a.tmp_output = 0;
+    pa_plan p;
+    std::memset(&p, 0xff, sizeof(p));
+    CHECK_OK(pa_plan_decode_v2(h.ctx, &a, &p));
+    CHECK_EQ(p.cluster_size, 4);
+    CHECK_EQ(p.one_pass, 1);
+    CHECK_STATUS(pa_decode_v2(h.ctx, &a, nullptr), PA_ERROR_CUDA,
+                 "no CUDA driver");
+    // Two partitions need it.
+    a.max_seq_len = 600;
+    CHECK_STATUS(pa_decode_v2(h.ctx, &a, nullptr), PA_ERROR_INVALID_ARGUMENT,
+                 "exp_sums");
   });
 
   run("plan_internal_matches_public", [] {
@@ -1269,6 +1492,40 @@ void fp8ParamTests() {
   });
 }
 
+/// The cluster kernel is marshalled from its own params record, which is the
+/// one-pass kernel's: the same argument block, feature parameters included.
+void clusterParamTests() {
+  run("marshal_cluster_params_as_onepass", [] {
+    Spec s = clusterSpec();
+    s.sinks = s.queryTokens = s.packsTokens = s.bounds = true;
+    s.features = kExtFeatures;
+    BundleDesc d = descFor(s);
+    pa_decode_args a = validArgs();
+    a.num_seqs = 1;
+    a.max_seq_len = 512;
+    a.alibi_slopes = 0x7000;
+    a.sinks = 0x7100;
+    a.sliding_window = 100;
+    std::vector<BundleDesc> descs = {d};
+    DecodePlan plan;
+    CHECK_OK(planDecode(kH100, descs, a, true, plan));
+    CHECK_EQ(plan.clusterSize, 4);
+    KernelArgs onePass, cluster;
+    const CUdeviceptr errorWord = 0x9000;
+    marshalParams(d.kernel(Role::OnePass), a, plan, onePass, errorWord);
+    marshalParams(d.kernel(Role::Cluster), a, plan, cluster, errorWord);
+    CHECK_EQ(cluster.count, onePass.count);
+    CHECK_EQ(cluster.count, int(d.kernel(Role::OnePass).params.size()));
+    for (int i = 0; i < cluster.count; ++i) {
+      CHECK_MSG(std::memcmp(&cluster.values[i], &onePass.values[i],
+                            sizeof(KernelArgs::Value)) == 0,
+                std::string("parameter ") + std::to_string(i) + " (" +
+                    paramName(d.kernel(Role::Cluster).params[i]) + ") differs");
+      CHECK(cluster.pointers[i] == &cluster.values[i]);
+    }
+  });
+}
+
 /// pa_decode_args' layout, which the Python mirror depends on.
 void decodeArgsAbiTests() {
   // The Python ctypes mirror depends on the fields' order: the fp8 fields
@@ -1299,6 +1556,17 @@ void decodeArgsAbiTests() {
     CHECK_EQ(int(PA_KV_CACHE_FP8_E4M3), 1);
     CHECK_EQ(int(PA_KV_CACHE_FP8_E5M2), 2);
   });
+
+  // pa_plan's cluster_size is appended after partition_split (the Python
+  // mirror, runtime/python/paged_attn/_capi.py, lists it last).
+  run("abi_plan_cluster_size_appended", [] {
+    CHECK_EQ(offsetof(pa_plan, partition_split),
+             offsetof(pa_plan, resident_programs) + 4);
+    CHECK_EQ(offsetof(pa_plan, cluster_size),
+             offsetof(pa_plan, partition_split) + 4);
+    CHECK_EQ(sizeof(pa_plan), offsetof(pa_plan, cluster_size) + 4);
+    CHECK_EQ(sizeof(pa_plan), size_t(200));
+  });
 }
 
 /// pa_workspace_bytes, and its zero for invalid sizes.
@@ -1328,6 +1596,7 @@ void workspaceTests() {
 void marshalTests() {
   kernelParamTests();
   fp8ParamTests();
+  clusterParamTests();
   decodeArgsAbiTests();
   workspaceTests();
 }

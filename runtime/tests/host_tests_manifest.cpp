@@ -372,6 +372,197 @@ void brokenGridAndOrderTests() {
   });
 }
 
+/// Parses `lines` as "lib/c.manifest" and checks the refusal: PA_ERROR_BUNDLE
+/// whose message starts with the file and the line of the first line
+/// starting with `linePrefix` (no line when empty) and contains `expect`.
+void checkClusterRefused(const std::vector<std::string> &lines,
+                         const std::string &linePrefix,
+                         const std::string &expect) {
+  const std::string path = "lib/c.manifest";
+  std::string prefix =
+      linePrefix.empty() ? path + ": " : at(path, lineOf(lines, linePrefix));
+  CHECK_MSG(linePrefix.empty() || lineOf(lines, linePrefix) > 0,
+            "no line '" + linePrefix + "'");
+  BundleDesc d;
+  pa_status st = parseManifest(join(lines), path, d);
+  CHECK_EQ(int(st.code), int(PA_ERROR_BUNDLE));
+  std::string message = st.message;
+  CHECK_MSG(message.compare(0, prefix.size(), prefix) == 0,
+            "message '" + message + "' does not start with '" + prefix + "'");
+  CHECK_MSG(message.find(expect) != std::string::npos,
+            "message '" + message + "' lacks '" + expect + "'");
+}
+
+/// The cluster kernel (the sm_90 `_w8` bundles'): optional; with it the
+/// bundle has the one-pass kernel, the same parameters and cluster_size.
+void clusterManifestTests() {
+  run("manifest_cluster_kernel", [] {
+    BundleDesc d = descFor(clusterSpec());
+    CHECK(d.hasCluster());
+    CHECK(d.hasOnePass());
+    CHECK_EQ(d.clusterSize, 4);
+    const KernelDesc &c = d.kernel(Role::Cluster);
+    CHECK(c.present && c.hasParams && c.hasGrid);
+    CHECK_EQ(c.symbol, std::string("pa_f16_d128_b16_h8_w8_mma_sm90_cluster"));
+    CHECK_EQ(c.threads, 256);
+    CHECK_EQ(c.smem, 37000);
+    CHECK(c.params == d.kernel(Role::OnePass).params);
+    CHECK_EQ(c.params.size(), size_t(16));
+    CHECK_EQ(c.grid[0].text, std::string("4*query_slots"));
+    CHECK_EQ(c.grid[1].text,
+             std::string("num_kv_heads*ceil(group_size/heads_per_program)"));
+    CHECK_EQ(c.grid[2].text, std::string("num_seqs"));
+    CHECK_EQ(std::string(roleName(Role::Cluster)), std::string("cluster"));
+    CHECK_EQ(kNumRoles, 4);
+    // Without one: no cluster kernel, cluster size 0.
+    BundleDesc plain = descFor(Spec());
+    CHECK(!plain.hasCluster());
+    CHECK_EQ(plain.clusterSize, 0);
+    // The records may come in any order: the cluster's first.
+    std::vector<std::string> lines = manifestLines(clusterSpec());
+    std::vector<std::string> moved(lines.end() - 4, lines.end());
+    lines.erase(lines.end() - 4, lines.end());
+    lines.insert(lines.begin() + 1, moved.begin(), moved.end());
+    CHECK_EQ(lines[1], std::string("cluster_size 4"));
+    BundleDesc reordered;
+    CHECK_OK(parseManifest(join(lines), "lib/c.manifest", reordered));
+    CHECK_EQ(reordered.clusterSize, 4);
+    CHECK(reordered.kernel(Role::Cluster).params == c.params);
+    // Clusters of 2 to 8 programs.
+    for (int size = 2; size <= 8; ++size) {
+      Spec s = clusterSpec();
+      s.cluster = size;
+      BundleDesc sized;
+      CHECK_OK(parseManifest(join(manifestLines(s)), "lib/c.manifest", sized));
+      CHECK_EQ(sized.clusterSize, size);
+      CHECK_EQ(sized.kernel(Role::Cluster).grid[0].text,
+               std::to_string(size) + "*query_slots");
+    }
+    // Every feature parameter the one-pass kernel takes, the cluster kernel
+    // takes too: the bundle still serves them.
+    Spec full = clusterSpec();
+    full.sinks = full.queryTokens = full.packsTokens = full.bounds = true;
+    full.split = true;
+    full.tmp = "any";
+    BundleDesc f = descFor(full);
+    CHECK(f.hasCluster());
+    CHECK(f.takesSinks());
+    CHECK(f.takesQueryTokens());
+    CHECK(f.kernel(Role::Cluster).params == f.kernel(Role::OnePass).params);
+    CHECK_EQ(f.kernel(Role::Cluster).grid[0].text,
+             std::string("4*ceil(query_slots/max(1,heads_per_program/"
+                         "group_size))"));
+  });
+
+  run("manifest_error_cluster_without_onepass", [] {
+    Spec s = clusterSpec();
+    s.onePass = false;
+    checkClusterRefused(manifestLines(s), "kernel cluster",
+                        "'kernel cluster' without a 'kernel onepass' record");
+  });
+
+  run("manifest_error_cluster_params_differ", [] {
+    std::vector<std::string> lines = manifestLines(clusterSpec());
+    std::string params = lines[lineOf(lines, "params cluster") - 1];
+    // Two parameters swapped.
+    std::string swapped = params;
+    size_t pos = swapped.find("num_kv_heads group_size");
+    CHECK(pos != std::string::npos);
+    swapped.replace(pos, 23, "group_size num_kv_heads");
+    std::vector<std::string> broken =
+        replaced(lines, "params cluster", swapped);
+    checkClusterRefused(
+        broken, "params cluster",
+        "'params cluster' differs from 'params onepass' (line " +
+            std::to_string(lineOf(broken, "params onepass")) +
+            ") at parameter 14 (group_size, expected num_kv_heads): the "
+            "cluster kernel takes exactly the one-pass kernel's parameters");
+    // One parameter fewer.
+    std::string shorter = params.substr(0, params.rfind(' '));
+    checkClusterRefused(replaced(lines, "params cluster", shorter),
+                        "params cluster",
+                        "at parameter 16 (none, expected sliding_window)");
+    // One more.
+    checkClusterRefused(replaced(lines, "params cluster", params + " sinks"),
+                        "params cluster",
+                        "at parameter 17 (sinks, expected none)");
+  });
+
+  run("manifest_error_cluster_size_missing", [] {
+    checkClusterRefused(
+        replaced(manifestLines(clusterSpec()), "cluster_size", ""),
+        "kernel cluster", "'kernel cluster' without a 'cluster_size' record");
+  });
+
+  run("manifest_error_cluster_size_range", [] {
+    for (const char *value : {"0", "1", "9", "16", "-4", "four", "4x"}) {
+      std::vector<std::string> lines =
+          replaced(manifestLines(clusterSpec()), "cluster_size",
+                   std::string("cluster_size ") + value);
+      checkClusterRefused(lines, "cluster_size",
+                          std::string("bad number '") + value +
+                              "' for cluster_size (expected an integer in "
+                              "2..8");
+      if (!harness.failure.empty())
+        return;
+    }
+    checkClusterRefused(replaced(manifestLines(clusterSpec()), "cluster_size",
+                                 "cluster_size 4 4"),
+                        "cluster_size",
+                        "record 'cluster_size' takes exactly one value, got 2");
+    std::vector<std::string> twice = manifestLines(clusterSpec());
+    twice.push_back("cluster_size 2");
+    checkClusterRefused(twice, "cluster_size 2",
+                        "duplicate record 'cluster_size' (first at line " +
+                            std::to_string(lineOf(twice, "cluster_size")) +
+                            ")");
+  });
+
+  run("manifest_error_cluster_size_without_kernel", [] {
+    std::vector<std::string> lines = manifestLines(Spec());
+    lines.push_back("cluster_size 4");
+    checkClusterRefused(lines, "cluster_size",
+                        "'cluster_size' without a 'kernel cluster' record");
+    // The cluster kernel's other records without it are refused as any
+    // role's are.
+    checkClusterRefused(
+        replaced(manifestLines(clusterSpec()), "kernel cluster", ""),
+        "params cluster", "'params cluster' without a 'kernel cluster' record");
+  });
+
+  run("manifest_error_cluster_missing_grid", [] {
+    checkClusterRefused(
+        replaced(manifestLines(clusterSpec()), "grid cluster", ""), "",
+        "missing record 'grid cluster'");
+    checkClusterRefused(
+        replaced(manifestLines(clusterSpec()), "params cluster", ""), "",
+        "missing record 'params cluster'");
+  });
+
+  run("manifest_error_cluster_needs_sm90", [] {
+    Spec s = clusterSpec();
+    s.chip = "sm_80";
+    checkClusterRefused(manifestLines(s), "kernel cluster",
+                        "a cluster kernel needs chip sm_90 or newer "
+                        "(thread-block clusters), but the bundle's chip is "
+                        "sm_80");
+    s.chip = "sm_90a";
+    BundleDesc d;
+    CHECK_OK(parseManifest(join(manifestLines(s)), "lib/c.manifest", d));
+    CHECK(d.hasCluster());
+  });
+
+  run("manifest_error_unknown_role_names_cluster", [] {
+    std::vector<std::string> lines = manifestLines(clusterSpec());
+    checkClusterRefused(
+        replaced(lines, "kernel cluster",
+                 "kernel clusters k threads 256 smem 0"),
+        "kernel clusters",
+        "unknown kernel role 'clusters' (expected partition, onepass, reduce "
+        "or cluster)");
+  });
+}
+
 } // namespace
 
 void manifestTests() {
@@ -382,6 +573,7 @@ void manifestTests() {
   brokenValueTests();
   brokenTypeTests();
   brokenGridAndOrderTests();
+  clusterManifestTests();
 }
 
 //===----------------------------------------------------------------------===//

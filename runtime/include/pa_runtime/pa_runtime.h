@@ -140,8 +140,8 @@ typedef struct pa_decode_args {
 /// Checks the arguments, picks the variant, loads its module if this is its
 /// first use (PA_ERROR_CAPTURE if `stream` is capturing a CUDA graph then),
 /// computes the grid and launches the partition and reduce kernels (or the
-/// one-pass kernel) on `stream`. Nothing is launched when it returns an
-/// error.
+/// one-pass kernel, or the cluster kernel in its place) on `stream`. Nothing
+/// is launched when it returns an error.
 pa_status pa_decode_v2(pa_context *ctx, const pa_decode_args *args,
                        CUstream stream);
 
@@ -152,7 +152,7 @@ typedef struct pa_plan {
   int one_pass;           /* 1: one kernel, no workspace round trip */
   int32_t partition_tokens; /* context tokens per partition program */
   int32_t num_partitions;   /* partitions launched per (seq, kv head) */
-  unsigned grid[3], block[3];       /* partition (or one-pass) kernel */
+  unsigned grid[3], block[3]; /* partition, one-pass or cluster kernel */
   unsigned reduce_grid[3], reduce_block[3];
   /* partition programs one SM holds at once (the driver's occupancy of the
      JIT-compiled kernel), which the adaptive rule sizes waves by; 0 when
@@ -163,6 +163,11 @@ typedef struct pa_plan {
      sequence of len tokens runs in partitions of roundup(ceil(len / P),
      partition_tokens) tokens (docs/runtime.md) */
   int32_t partition_split;
+  /* 0: no cluster kernel runs. S > 0 (one_pass set, on a bundle with a
+     cluster kernel): the cluster one-pass kernel runs instead of the
+     one-pass kernel, in thread-block clusters of S programs along grid x
+     (docs/runtime.md); grid and block are its */
+  int32_t cluster_size;
 } pa_plan;
 pa_status pa_plan_decode_v2(const pa_context *ctx, const pa_decode_args *args,
                             pa_plan *plan);

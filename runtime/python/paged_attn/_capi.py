@@ -156,6 +156,7 @@ class Plan(ctypes.Structure):
         ("reduce_block", ctypes.c_uint * 3),
         ("resident_programs", ctypes.c_int32),
         ("partition_split", ctypes.c_int32),
+        ("cluster_size", ctypes.c_int32),
     ]
 
     def to_dict(self):
@@ -170,6 +171,7 @@ class Plan(ctypes.Structure):
             "reduce_block": tuple(self.reduce_block),
             "resident_programs": int(self.resident_programs),
             "partition_split": int(self.partition_split),
+            "cluster_size": int(self.cluster_size),
         }
 
 

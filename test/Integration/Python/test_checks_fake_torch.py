@@ -521,7 +521,8 @@ def struct_layouts():
         0, 1, 2)
     assert P.one_pass.offset == 128 and P.grid.offset == 140 and P.reduce_block.offset == 176
     assert P.resident_programs.offset == 188 and P.partition_split.offset == 192
-    assert ctypes.sizeof(P) == 196, ctypes.sizeof(P)
+    assert P.cluster_size.offset == 196
+    assert ctypes.sizeof(P) == 200, ctypes.sizeof(P)
 
 
 def decode_args_packed_as_ctypes_would():
