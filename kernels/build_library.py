@@ -67,6 +67,8 @@ def build_one(pa_opt, out, v, chip, extra="", ptxas=None):
                 f"warps={variants.warps(v, chip)} export-dir={out} {extra}")
         if ptxas:
             opts += f" ptxas={ptxas}"
+        if "cluster" in v:  # the sm_90 twins' cluster kernel
+            opts += f" cluster-size={v['cluster']}"
         if "twin_of" in v:  # a declared wide twin (variants.wide_twins)
             opts += f" wide-twin-of=pa_{v['twin_of']}"
         r = subprocess.run([pa_opt, src, f"-paged-attn-to-ptx={opts}", "-o", os.devnull],

@@ -119,6 +119,11 @@ def name(v, chip):
 #: variants get same-kernel twins.
 WIDE_WARPS = 8
 WIDE_CHIPS = ["sm_90"]
+#: Programs per thread-block cluster of the sm_90 twins' cluster kernel
+#: (the one-pass kernel with each context split over a cluster, merged over
+#: distributed shared memory), which the runtime runs for one-pass grids it
+#: holds in one wave: batch 1 (docs/kernels.md).
+CLUSTER_SIZE = 4
 
 
 def wide_twins(variants, chip):
@@ -146,7 +151,7 @@ def wide_twins(variants, chip):
     run the SIMT 4-head tile (2 warps) and the wmma kernel only larger
     groups."""
     if chip in WIDE_CHIPS:
-        return [dict(v, warps=WIDE_WARPS) for v in variants
+        return [dict(v, warps=WIDE_WARPS, cluster=CLUSTER_SIZE) for v in variants
                 if uses_mma(v["dtype"], chip, v.get("cache")) and
                 v.get("cache", v["dtype"]) == v["dtype"] and "warps" not in v and
                 v["heads_per_program"] == 8 and v["head_size"] <= 128]
