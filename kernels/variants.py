@@ -121,8 +121,8 @@ WIDE_WARPS = 8
 WIDE_CHIPS = ["sm_90"]
 #: Programs per thread-block cluster of the sm_90 twins' cluster kernel
 #: (the one-pass kernel with each context split over a cluster, merged over
-#: distributed shared memory), which the runtime runs for one-pass grids it
-#: holds in one wave: batch 1 (docs/kernels.md).
+#: distributed shared memory), which the runtime runs for one-pass grids of
+#: at most one cluster program per SM: batch 1 (docs/kernels.md).
 CLUSTER_SIZE = 4
 
 

@@ -23,7 +23,7 @@
 // One partition runs the one-pass kernel. On a bundle with a cluster kernel
 // (planCluster) that kernel runs instead where the device has thread-block
 // clusters (compute capability 9.0 or newer), its grid's x is a multiple of
-// cluster_size and its programs fit in one wave (adaptiveSlots).
+// cluster_size and it has at most one program per SM.
 //
 //===----------------------------------------------------------------------===//
 
@@ -263,7 +263,12 @@ pa_status unsupported(const std::vector<BundleDesc> &variants,
 
 /// Makes a one-pass `plan` on `v` run the cluster kernel instead where it
 /// may (file comment): the same work spread over clusterSize times as many
-/// programs, for grids that leave most SMs idle. Else leaves it unchanged.
+/// programs, for grids that leave most SMs idle. At most one program per
+/// SM: on the H100 (docs/history/performance-journal.md, P) 8 x 512 at
+/// group 4, 256 cluster programs (two per SM), took 21.5 us against 17.4
+/// for the 64 one-pass programs, while 32 and 128 cluster programs gained
+/// (1 x 512: 14.2 -> 11.1 us at group 4; 8 x 512 at group 8 15.2 -> 13.9).
+/// Else leaves it unchanged.
 static void planCluster(const DeviceInfo &device, const BundleDesc &v,
                         const GridEnv &env, DecodePlan &plan) {
   if (!plan.onePass || !v.hasCluster() || v.clusterSize < 2 ||
@@ -275,8 +280,7 @@ static void planCluster(const DeviceInfo &device, const BundleDesc &v,
   const int64_t programs = int64_t(grid[0]) * grid[1] * grid[2];
   // cuLaunchKernel launches a kernel of compiled-in cluster dimensions
   // only on a grid of whole clusters.
-  if (grid[0] % unsigned(v.clusterSize) != 0 ||
-      programs > adaptiveSlots(device, v))
+  if (grid[0] % unsigned(v.clusterSize) != 0 || programs > device.smCount)
     return;
   plan.clusterSize = v.clusterSize;
   for (int d = 0; d < 3; ++d)

@@ -1038,30 +1038,31 @@ const std::vector<PlanCase> &planCases() {
             .with(clusterTwins())
             .on(kH100)
             .seqLen(512)
-            .seqs(8)
+            .seqs(4)
             .chooses(wide)
             .onePassIs(1)
             .clusterIs(4)
-            .gridIs({4, 8, 8})
+            .gridIs({4, 8, 4})
             .blockIs({256, 1, 1}),
+        // 160 cluster programs: more than the 132 SMs, though the twin's
+        // wave holds them.
         Step()
-            .seqs(9)
+            .seqs(5)
             .chooses(wide)
             .onePassIs(1)
             .clusterIs(0)
-            .gridIs({1, 8, 9})
+            .gridIs({1, 8, 5})
             .blockIs({256, 1, 1}),
         Step().seqs(34).chooses(narrow).clusterIs(0).blockIs({128, 1, 1}),
-        // Fewer SMs, fewer slots: 66 SMs hold 132 8-warp programs, 4
-        // sequences' clusters (128) but not 5 (160).
+        // Fewer SMs: 66 take 2 sequences' clusters (64) but not 3 (96).
         Step()
             .on(DeviceInfo{0, 90, 66})
-            .seqs(4)
+            .seqs(2)
             .chooses(wide)
             .clusterIs(4)
-            .gridIs({4, 8, 4}),
-        Step().seqs(5).chooses(wide).onePassIs(1).clusterIs(0).gridIs(
-            {1, 8, 5})}},
+            .gridIs({4, 8, 2}),
+        Step().seqs(3).chooses(wide).onePassIs(1).clusterIs(0).gridIs(
+            {1, 8, 3})}},
   };
   // clang-format on
   return cases;
@@ -1118,16 +1119,17 @@ void planTests() {
     CHECK_EQ(plan.variant, 1);
   });
 
-  // The cluster kernel's wave is the twin's: one resident 8-warp program
-  // per SM is 132 slots, 4 sequences' clusters (128 programs) and not 5
-  // (160), which run the twin's one-pass kernel.
-  run("plan_cluster_driver_occupancy", [] {
+  // The cluster kernel runs at most one program per SM whatever the
+  // twin's occupancy: with 4 resident 8-warp programs per SM (528 slots)
+  // 4 sequences' clusters (128 programs) run and not 5 (160), which run the
+  // twin's one-pass kernel.
+  run("plan_cluster_one_program_per_sm", [] {
     std::vector<BundleDesc> descs;
     for (const Spec &s : clusterTwins())
       descs.push_back(descFor(s));
     linkWideTwins(descs);
     CHECK_EQ(descs[1].wideTwin, 0);
-    descs[0].residentPrograms = 1;
+    descs[0].residentPrograms = 4; // the twin: 528 slots
     descs[1].residentPrograms = 4;
     pa_decode_args a = validArgs();
     a.max_seq_len = 512;
