@@ -1244,6 +1244,29 @@ void planTests() {
                  "exp_sums");
   });
 
+  // Several query tokens per sequence keep the one-pass kernel: the
+  // cluster kernel's packed tiles have not run on a GPU yet.
+  run("plan_cluster_one_token_per_sequence", [] {
+    std::vector<BundleDesc> descs;
+    for (Spec s : clusterTwins()) {
+      s.queryTokens = true;
+      descs.push_back(descFor(s));
+    }
+    linkWideTwins(descs);
+    pa_decode_args a = validArgs();
+    a.num_seqs = 1;
+    a.max_seq_len = 512;
+    DecodePlan plan;
+    CHECK_OK(planDecode(kH100, descs, a, true, plan));
+    CHECK_EQ(plan.clusterSize, 4);
+    a.query_start_loc = 0x200000;
+    a.max_query_len = 4;
+    CHECK_OK(planDecode(kH100, descs, a, true, plan));
+    CHECK(plan.onePass);
+    CHECK_EQ(plan.clusterSize, 0);
+    CHECK_EQ(plan.block[0], 256u);
+  });
+
   run("plan_internal_matches_public", [] {
     pa_decode_args a = validArgs();
     a.num_seqs = 16;
