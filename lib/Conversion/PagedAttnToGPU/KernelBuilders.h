@@ -1,4 +1,4 @@
-//===- KernelBuilders.h - the three kernels of a variant --------*- C++ -*-===//
+//===- KernelBuilders.h - the kernels of a variant --------------*- C++ -*-===//
 //
 // Builders of the device functions of one kernel variant, one per phase.
 // Each creates a gpu.func at the builder's insertion point (inside the

@@ -1,7 +1,7 @@
 //===- KernelParams.h - the kernel ABI as one table -------------*- C++ -*-===//
 //
-// Every parameter of the three kernels of a variant (partition, one-pass,
-// reduce), in signature order, with its type, the kernels that take it and
+// Every parameter of the kernels of a variant (partition, one-pass, reduce;
+// the cluster kernel takes the one-pass kernel's), in signature order, with its type, the kernels that take it and
 // the variants that have it. The kernel builders derive their signatures
 // from it and find their arguments by name, the host launch fills it by
 // name, and the bundle export writes the manifest's `params` records from
