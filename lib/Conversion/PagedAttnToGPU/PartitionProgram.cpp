@@ -553,19 +553,27 @@ void PartitionProgram::storeOutput(ImplicitLocOpBuilder &b, const Slot &s,
                           ValueRange{idx});
 }
 
+Value PartitionProgram::clusterIndex(ImplicitLocOpBuilder &b, Value idx,
+                                     int64_t offset) {
+  return arith::AddIOp::create(b, idx, cIdx(b, scratchBase() + offset));
+}
+
 void PartitionProgram::emitClusterEpilogue(ImplicitLocOpBuilder &b) {
+  storeProgramState(b);
+  // Release / acquire over the cluster: every program's area is written.
+  NVVM::ClusterArriveOp::create(b, /*aligned=*/UnitAttr());
+  NVVM::ClusterWaitOp::create(b, /*aligned=*/UnitAttr());
+  mergeCluster(b);
+  // No program leaves (its workgroup memory with it) while another of its
+  // cluster may still read it.
+  NVVM::ClusterArriveOp::create(b, /*aligned=*/UnitAttr());
+  NVVM::ClusterWaitOp::create(b, /*aligned=*/UnitAttr());
+}
+
+void PartitionProgram::storeProgramState(ImplicitLocOpBuilder &b) {
   const int64_t heads = plan.headsPerProgram, d = plan.headSize;
-  const int64_t total = heads * d, threads = plan.threads();
-  // The program's state, its warps merged (no sink yet), in the cluster
-  // area at the scratch's place: acc[g][dim], m[g], l[g].
-  const int64_t area = scratchBase();
-  auto mAt = [&](Value g) {
-    return arith::AddIOp::create(b, g, cIdx(b, area + total));
-  };
-  auto lAt = [&](Value g) {
-    return arith::AddIOp::create(b, g, cIdx(b, area + total + heads));
-  };
-  for (int64_t base = 0; base < total; base += threads) {
+  const int64_t total = heads * d;
+  for (int64_t base = 0; base < total; base += plan.threads()) {
     Value i = arith::AddIOp::create(b, tid, cIdx(b, base));
     auto ifOp = scf::IfOp::create(
         b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
@@ -577,23 +585,24 @@ void PartitionProgram::emitClusterEpilogue(ImplicitLocOpBuilder &b) {
     Value dim = arith::RemUIOp::create(b, i, cIdx(b, d));
     MergeState st = mergeWarps(b, g, dim, Value());
     memref::StoreOp::create(b, st.acc, shared,
-                            ValueRange{arith::AddIOp::create(
-                                b, i, cIdx(b, area))});
+                            ValueRange{clusterIndex(b, i, 0)});
     auto first = scf::IfOp::create(
         b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, dim, cIdx(b, 0)),
         /*withElseRegion=*/false);
     b.setInsertionPointToStart(first.thenBlock());
-    memref::StoreOp::create(b, st.m, shared, ValueRange{mAt(g)});
-    memref::StoreOp::create(b, st.l, shared, ValueRange{lAt(g)});
+    memref::StoreOp::create(b, st.m, shared,
+                            ValueRange{clusterIndex(b, g, total)});
+    memref::StoreOp::create(b, st.l, shared,
+                            ValueRange{clusterIndex(b, g, total + heads)});
   }
-  // Release / acquire over the cluster: every program's area is written.
-  NVVM::ClusterArriveOp::create(b, /*aligned=*/UnitAttr());
-  NVVM::ClusterWaitOp::create(b, /*aligned=*/UnitAttr());
-  // Program `part` finishes the pairs [part * per, (part + 1) * per): the
-  // cluster's states merged (the sink joins here) and the output stored.
+}
+
+void PartitionProgram::mergeCluster(ImplicitLocOpBuilder &b) {
+  const int64_t heads = plan.headsPerProgram, d = plan.headSize;
+  const int64_t total = heads * d;
   const int64_t per = llvm::divideCeil(total, clusterSize);
   SmallVector<Value> ranks = clusterViews(b);
-  for (int64_t base = 0; base < per; base += threads) {
+  for (int64_t base = 0; base < per; base += plan.threads()) {
     Value j = arith::AddIOp::create(b, tid, cIdx(b, base));
     Value i = arith::AddIOp::create(
         b, arith::MulIOp::create(b, part, cIdx(b, per)), j);
@@ -615,10 +624,9 @@ void PartitionProgram::emitClusterEpilogue(ImplicitLocOpBuilder &b) {
     auto [mSink, lSink] = sinkState(b, sinks, hasSinks, s.head, M_LOG2E);
     MergeState st{mSink, cF32(b, 0.0f), cF32(b, 0.0f)};
     for (int64_t q = 0; q < clusterSize; ++q) {
-      Value at = arith::AddIOp::create(b, i, cIdx(b, area));
-      ms.push_back(loadRemote(b, ranks[q], mAt(g)));
-      ls.push_back(loadRemote(b, ranks[q], lAt(g)));
-      accs.push_back(loadRemote(b, ranks[q], at));
+      ms.push_back(loadRemote(b, ranks[q], clusterIndex(b, g, total)));
+      ls.push_back(loadRemote(b, ranks[q], clusterIndex(b, g, total + heads)));
+      accs.push_back(loadRemote(b, ranks[q], clusterIndex(b, i, 0)));
       st.m = maxf(b, st.m, ms.back());
     }
     st.l = arith::MulFOp::create(
@@ -630,10 +638,6 @@ void PartitionProgram::emitClusterEpilogue(ImplicitLocOpBuilder &b) {
     }
     storeOutput(b, s, dim, st);
   }
-  // No program leaves (its workgroup memory with it) while another of its
-  // cluster may still read it.
-  NVVM::ClusterArriveOp::create(b, /*aligned=*/UnitAttr());
-  NVVM::ClusterWaitOp::create(b, /*aligned=*/UnitAttr());
 }
 
 SmallVector<Value> PartitionProgram::clusterViews(ImplicitLocOpBuilder &b) {

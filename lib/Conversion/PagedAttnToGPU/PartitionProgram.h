@@ -194,6 +194,16 @@ protected:
   /// over distributed shared memory (mapa), and a last cluster barrier
   /// keeps the states alive until all are read.
   void emitClusterEpilogue(ImplicitLocOpBuilder &b);
+  /// The cluster area, at the scratch's place (dead after the token loop):
+  /// acc[g][dim] from word 0, m[g] from heads * head_size, l[g] after;
+  /// `idx` + `offset` as an index of `shared`.
+  Value clusterIndex(ImplicitLocOpBuilder &b, Value idx, int64_t offset);
+  /// Each thread's (head, dim) pairs of the program's warps, merged (no
+  /// sink), into the cluster area.
+  void storeProgramState(ImplicitLocOpBuilder &b);
+  /// After the cluster barrier: the program's share of the pairs, every
+  /// rank's state merged (with the sink) and stored to the output.
+  void mergeCluster(ImplicitLocOpBuilder &b);
   /// `shared` of each program of the cluster, by rank (mapa: pointers in
   /// address space 7, the cluster's shared memory), and the f32 at word
   /// `idx` of one of them (ld.shared::cluster).
