@@ -7,9 +7,12 @@
 // contexts (--long), shuffled block tables, adaptive and fixed-grid modes.
 // A covering subset is sampled (every value of every dimension appears), plus
 // every group size for each (dtype, cache dtype, head, block) the library
-// serves, and two small group-4 grids per key (where wide twins run): fp8 caches (E4M3FN, E5M2) get random fp8 bytes, scales in the
-// arguments, on the device or one of each, and a reference computed from the
-// exactly decoded bytes times the scales.
+// serves, and five small group-4 grids per key (where wide twins and, on
+// sm_90, their cluster kernels run): two of short contexts, three of one or
+// two contexts of a few partitions (adaptive; a fixed grid over a workspace
+// of one partition; four query tokens). fp8 caches (E4M3FN, E5M2) get
+// random fp8 bytes, scales in the arguments, on the device or one of each,
+// and a reference computed from the exactly decoded bytes times the scales.
 //
 // Links only the runtime and libdl: memory is managed through the driver,
 // dlopen()ed here as the runtime does, so a successful link proves the
@@ -352,8 +355,12 @@ int shapeIndex(const char *label) {
 }
 /// Context lengths: short (one partition), ragged (up to 6 partitions of
 /// 512), medium (9 to 16: the reduce's two-heads-per-program mapping), long.
-enum Profile { kShort, kRagged, kMedium, kLong };
-const char *const kProfileNames[] = {"short", "ragged", "medium", "long"};
+/// kFew: one or two sequences of 520-2600 tokens, a small grid of a few
+/// partitions' contexts (the cluster kernel's ranks then take several warp
+/// steps each).
+enum Profile { kShort, kRagged, kMedium, kLong, kFew };
+const char *const kProfileNames[] = {"short", "ragged", "medium", "long",
+                                     "few"};
 
 /// Optional features a case turns on (a bit mask).
 enum Feature {
@@ -394,6 +401,9 @@ struct Case {
   int headSize = 128, blockSize = 16, shape = 0;
   int features = 0;
   bool fixedGrid = false;
+  /// With fixedGrid: a workspace of one partition (max_num_partitions 1),
+  /// so the grid is one pass over the whole capacity.
+  bool onePartition = false;
   Profile profile = kRagged;
   /// Several query tokens per sequence (query_start_loc): max_query_len,
   /// with ragged per-sequence counts from 0 to it (uniform in every third
@@ -524,15 +534,20 @@ std::vector<int> makeLengths(const Case &c, Rng &rng) {
   std::vector<int> lens;
   int maxLen = c.profile == kShort    ? 300
                : c.profile == kRagged ? 3000
+               : c.profile == kFew    ? 2600
                : c.profile == kMedium ? 8192
                                       : 40000;
-  int minLen = c.profile == kLong ? 32768 : c.profile == kMedium ? 4097 : 1;
+  int minLen = c.profile == kLong     ? 32768
+               : c.profile == kMedium ? 4097
+               : c.profile == kFew    ? 520
+                                      : 1;
   int seqs = c.profile == kShort    ? rng.range(1, 4)
              : c.profile == kRagged ? rng.range(2, 6)
+             : c.profile == kFew    ? rng.range(1, 2)
                                     : 2;
   for (int s = 0; s < seqs; ++s)
     lens.push_back(rng.range(minLen, maxLen));
-  if (c.profile != kLong && c.id % 2 == 0)
+  if (c.profile != kLong && c.id % 2 == 0 && (c.profile != kFew || seqs > 1))
     lens[0] = 1; // the shortest context
   // At least one length that is not a multiple of the block size.
   int &last = lens.back();
@@ -572,7 +587,8 @@ Inputs makeInputs(const Case &c, Rng &rng) {
   // Some slack in the table, as a serving engine allocates ahead.
   in.maxBlocksPerSeq =
       (maxLen + c.blockSize - 1) / c.blockSize + rng.range(0, 3);
-  in.maxNumPartitions = (in.maxBlocksPerSeq * c.blockSize + 511) / 512;
+  in.maxNumPartitions =
+      c.onePartition ? 1 : (in.maxBlocksPerSeq * c.blockSize + 511) / 512;
   int used = 0;
   for (int len : in.seqLens)
     used += (len + c.blockSize - 1) / c.blockSize;
@@ -1417,20 +1433,28 @@ void addQueryTokenCases(std::vector<Case> &cases, const Case &key, int k,
   }
 }
 
-/// Small grids of group 4 (1-4 short sequences: 4-16 programs) for the
-/// k-th served key, which run its wide twin where the library has one
-/// (docs/runtime.md): a plain call and one with every feature in the fixed
-/// grid.
+/// Small grids of group 4 for the k-th served key, which run its wide twin
+/// where the library has one, and on sm_90 its cluster kernel
+/// (docs/runtime.md): 1-4 short sequences (4-16 programs), a plain call and
+/// one with every feature in the fixed grid; then 1-2 sequences of a few
+/// partitions' contexts (kFew): adaptive with cycling features, the fixed
+/// grid with a workspace of one partition (one pass over the capacity),
+/// and several query tokens (4, packed two per 8-head tile).
 void addSmallGridCases(std::vector<Case> &cases, const Case &key, int k,
                        uint64_t seed) {
-  for (int j = 0; j < 2; ++j) {
+  for (int j = 0; j < 5; ++j) {
     Case c = key;
     c.shape = shapeIndex("GQA4");
-    c.profile = kShort;
-    c.fixedGrid = j == 1;
-    c.features = j == 0 ? 0 : kAllFeatures;
+    c.profile = j < 2 ? kShort : kFew;
+    c.fixedGrid = j == 1 || j == 3;
+    c.onePartition = j == 3;
+    c.features = j == 0   ? 0
+                 : j == 2 ? (k * 5 + 3) % 16
+                 : j == 4 ? (k % 2 ? kWindow | kSinks : kAllFeatures)
+                          : kAllFeatures;
+    c.queryLen = j == 4 ? 4 : 0;
     c.scales = ScaleMode((k + j) % kNumScaleModes);
-    c.tmpHalf = halfTmp(c.dtype, k + 1);
+    c.tmpHalf = halfTmp(c.dtype, k + 1 + j / 2);
     appendCase(cases, c, seed);
   }
 }
