@@ -111,7 +111,7 @@ class DecodeArgs(ctypes.Structure):
 
 def _packer(cls):
     """A struct.Struct that writes cls's fields, in _fields_ order, at the
-    offsets ctypes gives them (pad bytes in between): one pack_into fills a
+    offsets ctypes gives them (pad bytes in between): one pack gives the bytes of a
     cls buffer, where setting the fields one by one costs a Python call each."""
     fmt, pos = "=", 0
     for name, ctype in cls._fields_:
@@ -138,9 +138,7 @@ def pack_decode_args(*fields):
     """A DecodeArgs with `fields` in _fields_ order, packed in one call.
     Integers must fit their fields and floats must fit a float32 (the caller's
     checks make sure); struct raises where ctypes would wrap or round to inf."""
-    buf = bytearray(_DECODE_ARGS.size)
-    _DECODE_ARGS.pack_into(buf, 0, *fields)
-    return DecodeArgs.from_buffer(buf)
+    return DecodeArgs.from_buffer_copy(_DECODE_ARGS.pack(*fields))
 
 
 class Plan(ctypes.Structure):

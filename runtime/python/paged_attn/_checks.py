@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import collections
 import math
 import numbers
 import operator
@@ -75,19 +76,19 @@ _VLLM_KWARGS = ("tp_rank", "blocksparse_local_blocks", "blocksparse_vert_stride"
 
 _FN = "paged_attention_v2"
 
-#: Indices in check_call's tensors (query, key_cache, value_cache, block_tables,
-#: seq_lens, output, exp_sums, max_logits, tmp_output) of those the kernels read
-#: or write with 16-byte accesses: query, key_cache, value_cache, output, tmp_output.
+#: The nine tensors of pa_decode_args, in its order (check_call's tensors
+#: start with them; the optional ones given follow).
+_DECODE_TENSOR_NAMES = ("query", "key_cache", "value_cache", "block_tables", "seq_lens",
+                        "output", "exp_sums", "max_logits", "tmp_output")
+#: Indices among them of those the kernels read or write with 16-byte
+#: accesses: query, key_cache, value_cache, output, tmp_output.
 _ALIGNED_16 = (0, 1, 2, 5, 8)
 
-
-class Call:
-    """The checked sizes of one call (plain ints) and its tensors."""
-    __slots__ = ("dtype", "tmp_dtype", "num_seqs", "num_heads", "num_kv_heads", "head_size",
-                 "block_size", "num_blocks", "max_blocks_per_seq", "max_num_partitions",
-                 "max_seq_len", "scale", "device_index", "tensors", "pointers", "alibi_slopes",
-                 "sliding_window", "logits_soft_cap", "kv_cache_dtype", "k_scale", "v_scale",
-                 "k_scale_ptr", "v_scale_ptr", "sinks", "query_start_loc", "max_query_len")
+#: A checked call: pa_decode_args' fields, named and ordered as
+#: _capi.DecodeArgs' (pointers as ints, enums as their values), then the
+#: CUDA device index. `pack_decode_args(*call[:-1])` is the C struct.
+Call = collections.namedtuple("Call", [name for name, _ in _capi.DecodeArgs._fields_]
+                              + ["device_index"])
 
 
 #: The most query tokens of one sequence in a call (pa_runtime.h's
@@ -128,6 +129,8 @@ _SYM_INT = getattr(torch, "SymInt", ())
 
 
 def _int_arg(name, value):
+    if type(value) is int:  # the common case, first: a plain int
+        return value
     # isinstance, not type(value) is int: torch.compile answers it without
     # specializing an int it traces symbolically (no recompile per value).
     if (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, _SYM_INT):
@@ -254,6 +257,8 @@ def _soft_cap_arg(value):
     """logits_soft_cap: None or 0.0 (no cap) or a finite positive float."""
     if value is None:
         return 0.0
+    if type(value) is float and 0.0 <= value < _F32_ROUNDS_TO_INF:  # the common case, first
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError("%s(): logits_soft_cap must be a float, got %s"
                         % (_FN, type(value).__name__))
@@ -283,6 +288,11 @@ def _query_tokens_arg(query_start_loc, max_query_len):
     return qsl, n
 
 
+#: The names of Args.tensors, in its order.
+_ARG_TENSOR_NAMES = ("query", "output", "key_cache", "value_cache", "block_tables", "seq_lens",
+                     "exp_sums", "max_logits", "tmp_output")
+
+
 class Args:
     """The arguments after check_arg_types: scalars as the kernels take them,
     tensors as given (their metadata not yet checked)."""
@@ -302,11 +312,14 @@ def check_arg_types(output, exp_sums, max_logits, tmp_output, query, key_cache, 
     # --- keywords and features ---------------------------------------------
     if kwargs:
         _check_kwargs(kwargs)
-    a.window = _window_arg(sliding_window)
+    a.window = 0 if sliding_window is None else _window_arg(sliding_window)
     a.soft_cap = _soft_cap_arg(logits_soft_cap)
     a.alibi = None if alibi_slopes is None else _tensor("alibi_slopes", alibi_slopes)
     a.sinks = None if sinks is None else _tensor("sinks", sinks)
-    a.query_start_loc, a.max_query_len = _query_tokens_arg(query_start_loc, max_query_len)
+    if query_start_loc is None and max_query_len is None:
+        a.query_start_loc, a.max_query_len = None, 0
+    else:
+        a.query_start_loc, a.max_query_len = _query_tokens_arg(query_start_loc, max_query_len)
     a.kv = _kv_cache_dtype_arg(kv_cache_dtype)
     a.fp8 = a.kv != _capi.PA_KV_CACHE_AUTO
     a.k_scale_t = a.v_scale_t = None
@@ -343,11 +356,12 @@ def check_arg_types(output, exp_sums, max_logits, tmp_output, query, key_cache, 
     a.scale = scale
 
     # --- tensors ---------------------------------------------------------------
-    a.tensors = (_tensor("query", query), _tensor("output", output),
-                 _tensor("key_cache", key_cache), _tensor("value_cache", value_cache),
-                 _tensor("block_tables", block_tables), _tensor("seq_lens", seq_lens),
-                 _tensor("exp_sums", exp_sums), _tensor("max_logits", max_logits),
-                 _tensor("tmp_output", tmp_output))
+    a.tensors = (query, output, key_cache, value_cache, block_tables, seq_lens, exp_sums,
+                 max_logits, tmp_output)
+    for t in a.tensors:
+        if not isinstance(t, torch.Tensor):  # then say which, the first in the seed's order
+            for name, value in zip(_ARG_TENSOR_NAMES, a.tensors):
+                _tensor(name, value)
     return a
 
 
@@ -373,15 +387,16 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
     S, MB, P = _check_workspace_shapes(a, R, H, D, NB, BS)
     _check_max_seq_len(a, S, MB, BS, P)
     _check_per_head_tensors(a, H)
-    tensors, scale_tensors = _check_layout(a)
-    dev = tensors[0][1].device
+    tensors, names, scale_tensors = _check_layout(a)
+    dev = tensors[0].device
     if fake:
         _check_fake_alignment(tensors, scale_tensors)
-        _check_devices(dev, tensors, scale_tensors, need_cuda=False)
+        _check_devices(dev, tensors, names, scale_tensors, need_cuda=False)
         return None
-    pointers = _check_alignment(tensors, scale_tensors)
-    _check_devices(dev, tensors, scale_tensors, need_cuda=True)
-    return _make_call(a, pa_dtypes, (S, H, KVH, D, BS, NB, MB, P), dev, tensors, pointers)
+    pointers, scale_pointers = _check_alignment(tensors, scale_tensors)
+    _check_devices(dev, tensors, names, scale_tensors, need_cuda=True)
+    return _make_call(a, pa_dtypes, (S, H, KVH, D, BS, NB, MB, P), dev, pointers,
+                      scale_pointers)
 
 
 def _check_dtypes(a, kv_cache_dtype):
@@ -544,67 +559,66 @@ def _check_per_head_tensors(a, H):
 
 
 def _check_layout(a):
-    """Every tensor contiguous. Returns (tensors, scale_tensors): (name,
-    tensor) pairs, the nine of pa_decode_args first, in its order, then the
-    optional ones given; the fp8 scale tensors given."""
+    """Every tensor contiguous. Returns (tensors, names, scale_tensors): the
+    nine of pa_decode_args in its order, then the optional ones given
+    (alibi_slopes, sinks, query_start_loc); their names; the fp8 scale
+    tensors given, as (name, tensor) pairs."""
     q, out, kc, vc, bt, sl, es, ml, tmp = a.tensors
-    tensors = (("query", q), ("key_cache", kc), ("value_cache", vc), ("block_tables", bt),
-               ("seq_lens", sl), ("output", out), ("exp_sums", es), ("max_logits", ml),
-               ("tmp_output", tmp))
+    tensors, names = (q, kc, vc, bt, sl, out, es, ml, tmp), _DECODE_TENSOR_NAMES
     if a.alibi is not None:
-        tensors += (("alibi_slopes", a.alibi),)
+        tensors, names = tensors + (a.alibi,), names + ("alibi_slopes",)
     if a.sinks is not None:
-        tensors += (("sinks", a.sinks),)
+        tensors, names = tensors + (a.sinks,), names + ("sinks",)
     if a.query_start_loc is not None:
-        tensors += (("query_start_loc", a.query_start_loc),)
-    scale_tensors = tuple((n, t) for n, t in (("k_scale", a.k_scale_t), ("v_scale", a.v_scale_t))
-                          if t is not None)
-    for name, t in tensors:
+        tensors, names = tensors + (a.query_start_loc,), names + ("query_start_loc",)
+    scale_tensors = ()
+    if a.k_scale_t is not None:
+        scale_tensors += (("k_scale", a.k_scale_t),)
+    if a.v_scale_t is not None:
+        scale_tensors += (("v_scale", a.v_scale_t),)
+    for i, t in enumerate(tensors):
         if not t.is_contiguous():
             raise ValueError("%s(): %s must be contiguous (row-major, no gaps), got strides %s "
                              "for shape %s; pass %s.contiguous()"
-                             % (_FN, name, tuple(t.stride()), list(t.shape), name))
-    return tensors, scale_tensors
+                             % (_FN, names[i], tuple(t.stride()), list(t.shape), names[i]))
+    return tensors, names, scale_tensors
 
 
 def _check_alignment(tensors, scale_tensors):
     """16-byte aligned addresses where the kernels load 16 bytes, 4-byte
-    aligned scale tensors. Returns the nine pointers in pa_decode_args order
-    (the tensors' order), each read once."""
-    pointers = [t.data_ptr() for _, t in tensors[:9]]
+    aligned scale tensors. Returns (pointers, scale_pointers): the tensors'
+    and the scale tensors' addresses, each read once."""
+    pointers = [t.data_ptr() for t in tensors]
     for i in _ALIGNED_16:
         if pointers[i] % 16:
             raise ValueError("%s(): %s must start at a 16-byte aligned address (the kernels use "
-                             "16-byte loads), got 0x%x" % (_FN, tensors[i][0], pointers[i]))
-    for name, t in scale_tensors:
-        if t.data_ptr() % 4:
+                             "16-byte loads), got 0x%x" % (_FN, _DECODE_TENSOR_NAMES[i],
+                                                           pointers[i]))
+    scale_pointers = [t.data_ptr() for _, t in scale_tensors]
+    for (name, _), ptr in zip(scale_tensors, scale_pointers):
+        if ptr % 4:
             raise ValueError("%s(): %s must start at a 4-byte aligned address (one float32), "
-                             "got 0x%x" % (_FN, name, t.data_ptr()))
-    return pointers
+                             "got 0x%x" % (_FN, name, ptr))
+    return pointers, scale_pointers
 
 
-def _make_call(a, pa_dtypes, sizes, dev, tensors, pointers):
-    """The checked call: sizes = (S, H, KVH, D, BS, NB, MB, P)."""
-    c = Call()
-    c.dtype, c.tmp_dtype = pa_dtypes
-    (c.num_seqs, c.num_heads, c.num_kv_heads, c.head_size, c.block_size, c.num_blocks,
-     c.max_blocks_per_seq, c.max_num_partitions) = sizes
-    c.max_seq_len = 0 if a.fixed_grid else a.max_seq_len
-    c.scale = a.scale
-    c.device_index = dev.index if dev.index is not None else torch.cuda.current_device()
-    c.tensors = tensors
-    c.pointers = pointers
-    c.alibi_slopes = a.alibi.data_ptr() if a.alibi is not None else 0
-    c.sliding_window = a.window
-    c.logits_soft_cap = a.soft_cap
-    c.kv_cache_dtype = a.kv
-    c.k_scale, c.v_scale = a.k_scale, a.v_scale
-    c.k_scale_ptr = a.k_scale_t.data_ptr() if a.k_scale_t is not None else 0
-    c.v_scale_ptr = a.v_scale_t.data_ptr() if a.v_scale_t is not None else 0
-    c.sinks = a.sinks.data_ptr() if a.sinks is not None else 0
-    c.query_start_loc = a.query_start_loc.data_ptr() if a.query_start_loc is not None else 0
-    c.max_query_len = a.max_query_len
-    return c
+def _make_call(a, pa_dtypes, sizes, dev, pointers, scale_pointers):
+    """The checked call: sizes = (S, H, KVH, D, BS, NB, MB, P); pointers and
+    scale_pointers as _check_alignment returns them."""
+    S, H, KVH, D, BS, NB, MB, P = sizes
+    optional = iter(pointers[9:])  # alibi_slopes, sinks, query_start_loc: those given
+    alibi = next(optional) if a.alibi is not None else 0
+    sinks = next(optional) if a.sinks is not None else 0
+    qsl = next(optional) if a.query_start_loc is not None else 0
+    scales = iter(scale_pointers)
+    k_scale_ptr = next(scales) if a.k_scale_t is not None else 0
+    v_scale_ptr = next(scales) if a.v_scale_t is not None else 0
+    # In pa_decode_args' order (Call's fields).
+    return Call._make((pa_dtypes[0], pa_dtypes[1], S, H, KVH, D, BS, NB, MB, P, PARTITION_SIZE,
+                       0 if a.fixed_grid else a.max_seq_len, a.scale, *pointers[:9], alibi,
+                       a.window, a.soft_cap, a.kv, a.k_scale, a.v_scale, k_scale_ptr,
+                       v_scale_ptr, sinks, qsl, a.max_query_len,
+                       dev.index if dev.index is not None else torch.cuda.current_device()))
 
 
 def _num_seqs(qsl, bt, rows):
@@ -629,11 +643,12 @@ def _check_fake_alignment(tensors, scale_tensors):
     """Alignment on fake tensors, which have no address: the offset into their
     storage (torch's allocators align every storage to far more than 16)."""
     for i in _ALIGNED_16:
-        name, t = tensors[i]
+        t = tensors[i]
         if (t.storage_offset() * t.element_size()) % 16:
             raise ValueError("%s(): %s must start at a 16-byte aligned address (the kernels use "
                              "16-byte loads), got a view %d bytes into its storage"
-                             % (_FN, name, t.storage_offset() * t.element_size()))
+                             % (_FN, _DECODE_TENSOR_NAMES[i],
+                                t.storage_offset() * t.element_size()))
     for name, t in scale_tensors:
         if (t.storage_offset() * t.element_size()) % 4:
             raise ValueError("%s(): %s must start at a 4-byte aligned address (one float32), "
@@ -641,15 +656,15 @@ def _check_fake_alignment(tensors, scale_tensors):
                              % (_FN, name, t.storage_offset() * t.element_size()))
 
 
-def _check_devices(dev, tensors, scale_tensors, need_cuda):
+def _check_devices(dev, tensors, names, scale_tensors, need_cuda):
     """One device for every tensor (the query's), a CUDA one unless tracing."""
     if need_cuda and dev.type != "cuda":
         raise ValueError("%s(): query must be a CUDA tensor, got device %s" % (_FN, dev))
-    for name, t in tensors[1:]:
+    for i, t in enumerate(tensors):
         d = t.device
         if d != dev:
             raise ValueError("%s(): %s is on %s but query is on %s; all tensors must be on one "
-                             "CUDA device" % (_FN, name, d, dev))
+                             "CUDA device" % (_FN, names[i], d, dev))
     for name, t in scale_tensors:
         d = t.device
         if d != dev:

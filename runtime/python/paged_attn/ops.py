@@ -177,12 +177,8 @@ def _current_stream(device_index):
 
 
 def _decode_args(c):
-    return _capi.pack_decode_args(
-        c.dtype, c.tmp_dtype, c.num_seqs, c.num_heads, c.num_kv_heads, c.head_size,
-        c.block_size, c.num_blocks, c.max_blocks_per_seq, c.max_num_partitions, PARTITION_SIZE,
-        c.max_seq_len, c.scale, *c.pointers, c.alibi_slopes, c.sliding_window,
-        c.logits_soft_cap, c.kv_cache_dtype, c.k_scale, c.v_scale, c.k_scale_ptr, c.v_scale_ptr,
-        c.sinks, c.query_start_loc, c.max_query_len)
+    """The pa_decode_args of a checked call (_checks.Call: its fields, then the device)."""
+    return _capi.pack_decode_args(*c[:-1])
 
 
 def paged_attention_v2(output: torch.Tensor, exp_sums: torch.Tensor, max_logits: torch.Tensor,

@@ -355,6 +355,35 @@ def rec_decode(args, **kw):
     return rec.calls[-1][1]
 
 
+def every_pointer_in_its_field():
+    # One call with every optional tensor (ALiBi, sinks, several query tokens,
+    # both fp8 scales on the device): each address reaches its own field.
+    a = T.baseline(fake, make, "cuda:0", kv_cache_dtype="fp8", S=3)
+    rows = 7  # query tokens of the three sequences: 3 + 0 + 4
+    for name in ("query", "output"):
+        a[name] = make((rows, 8, 64), fake.float16, "cuda:0")
+    a["exp_sums"], a["max_logits"] = (make((rows, 8, 2), fake.float32, "cuda:0")
+                                      for _ in range(2))
+    a["tmp_output"] = make((rows, 8, 2, 64), fake.float32, "cuda:0")
+    extra = dict(alibi_slopes=make((8,), fake.float32, "cuda:0"),
+                 sinks=make((8,), fake.float32, "cuda:0"),
+                 query_start_loc=make((4,), fake.int32, "cuda:0"),
+                 k_scale=make((), fake.float32, "cuda:0"),
+                 v_scale=make((1,), fake.float32, "cuda:0"))
+    a.update(alibi_slopes=extra["alibi_slopes"], k_scale=extra["k_scale"],
+             v_scale=extra["v_scale"])
+    d = rec_decode(a, sinks=extra["sinks"], query_start_loc=extra["query_start_loc"],
+                   max_query_len=4, sliding_window=100, logits_soft_cap=20.0)
+    fields = dict(alibi_slopes="alibi_slopes", sinks="sinks", query_start_loc="query_start_loc",
+                  k_scale="k_scale_ptr", v_scale="v_scale_ptr")
+    for name, field in fields.items():
+        assert getattr(d, field) == extra[name].data_ptr(), (field, getattr(d, field))
+    for name in T.SEED_PARAMS[:7] + ("block_tables", "seq_lens"):
+        assert getattr(d, name) == a[name].data_ptr(), name
+    assert (d.num_seqs, d.max_query_len, d.sliding_window, d.logits_soft_cap) == (3, 4, 100, 20.0)
+    assert (d.k_scale, d.v_scale, d.kv_cache_dtype) == (1.0, 1.0, _capi.PA_KV_CACHE_FP8_E4M3)
+
+
 def unsupported_names_the_library():
     rec.status = _capi.Status(_capi.PA_ERROR_UNSUPPORTED, b"",
                               b"no loaded variant serves dtype f16, head_size 64")
@@ -553,7 +582,8 @@ def body(r):
     for name, args in T.accepted_cases(fake, make, "cuda:0"):
         r.run("accepts: " + name, accepted, args)
     for fn in (op_registered, decode_args_built, features_reach_the_runtime, fp8_reaches_the_runtime,
-               fp8_scale_tensor_device_rules, unsupported_names_the_library, fixed_grid_passes_zero, float32_dtypes,
+               fp8_scale_tensor_device_rules, every_pointer_in_its_field,
+               unsupported_names_the_library, fixed_grid_passes_zero, float32_dtypes,
                empty_batch_launches_nothing, plan_goes_through_checks, cpu_tensors_refused,
                mixed_devices_refused, scale_tensors, first_context_during_capture_refused,
                runtime_library_not_found, runtime_library_search_order, kernel_library_not_found,
