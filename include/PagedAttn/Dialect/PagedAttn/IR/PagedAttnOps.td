@@ -34,6 +34,13 @@ def PagedAttn_DecodeV2Op : PagedAttn_Op<"decode_v2", [
     cap(x) = logits_soft_cap * tanh(x / logits_soft_cap)   (x without it)
     ```
 
+    over the first `seq_lens[s]` tokens of the sequence's context (the last
+    `sliding_window` of them when the attribute is set), where
+    `kv(h) = h / (num_heads / num_kv_heads)` (MHA, GQA and MQA) and the
+    context's tokens are gathered from the paged caches through
+    `block_tables`: token `t` of sequence `s` lives in physical block
+    `block_tables[s, t / block_size]` at slot `t % block_size`.
+
     With `sinks` (gpt-oss's attention sinks), each head's softmax
     denominator gains `exp(sinks[h] - m)`, a logit without a value row:
 
@@ -44,13 +51,6 @@ def PagedAttn_DecodeV2Op : PagedAttn_Op<"decode_v2", [
 
     (`m` the maximum of the logits and the sink; the result does not depend
     on it). The sink composes with every other feature.
-
-    over the first `seq_lens[s]` tokens of the sequence's context (the last
-    `sliding_window` of them when the attribute is set), where
-    `kv(h) = h / (num_heads / num_kv_heads)` (MHA, GQA and MQA) and the
-    context's tokens are gathered from the paged caches through
-    `block_tables`: token `t` of sequence `s` lives in physical block
-    `block_tables[s, t / block_size]` at slot `t % block_size`.
 
     | operand | shape | element type |
     |---|---|---|
