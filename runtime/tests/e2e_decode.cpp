@@ -549,6 +549,10 @@ std::vector<int> makeLengths(const Case &c, Rng &rng) {
     lens.push_back(rng.range(minLen, maxLen));
   if (c.profile != kLong && c.id % 2 == 0 && (c.profile != kFew || seqs > 1))
     lens[0] = 1; // the shortest context
+  // A context of no tokens, as an engine pads a batch (its rows are 0), in
+  // every fourth case of the others; --poison keeps its lengths nonzero.
+  else if (c.profile != kLong && c.id % 4 == 1 && seqs > 1 && !c.poison)
+    lens[0] = 0;
   // At least one length that is not a multiple of the block size.
   int &last = lens.back();
   if (last % c.blockSize == 0)
@@ -653,10 +657,17 @@ Inputs makeInputs(const Case &c, Rng &rng) {
 
 /// float64 attention of query row `row` of sequence `s` over the first
 /// `len` tokens of its context (rounded inputs) into out[row][head][dim].
+/// A row of no tokens (len <= 0) is 0, with or without a sink
+/// (docs/features.md).
 void referenceRow(const Inputs &in, int s, int row, int len,
                   std::vector<double> &out) {
   const int D = in.headSize, B = in.blockSize, x = in.x;
   const int group = in.numHeads / in.numKvHeads;
+  if (len <= 0) {
+    std::fill_n(out.begin() + size_t(row) * in.numHeads * D,
+                size_t(in.numHeads) * D, 0.0);
+    return;
+  }
   std::vector<double> qd(size_t(group) * D), krow(D), logits, acc(D);
   for (int kvh = 0; kvh < in.numKvHeads; ++kvh) {
     for (int g = 0; g < group; ++g)

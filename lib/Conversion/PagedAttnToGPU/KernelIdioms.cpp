@@ -524,3 +524,17 @@ std::pair<Value, Value> mlir::paged_attn::sinkState(ImplicitLocOpBuilder &b,
   scf::YieldOp::create(b, ValueRange{cF32(b, -FLT_MAX), cF32(b, 0.0f)});
   return {ifOp.getResult(0), ifOp.getResult(1)};
 }
+
+static Value isZero(ImplicitLocOpBuilder &b, Value l) {
+  return arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, l, cF32(b, 0.0f));
+}
+
+Value mlir::paged_attn::normalize(ImplicitLocOpBuilder &b, Value acc, Value l) {
+  Value quotient = arith::DivFOp::create(b, acc, l);
+  return arith::SelectOp::create(b, isZero(b, l), acc, quotient);
+}
+
+Value mlir::paged_attn::normalizer(ImplicitLocOpBuilder &b, Value l) {
+  Value inverse = arith::DivFOp::create(b, cF32(b, 1.0f), l);
+  return arith::SelectOp::create(b, isZero(b, l), cF32(b, 1.0f), inverse);
+}

@@ -172,6 +172,14 @@ Value foldOnlineSoftmax(ImplicitLocOpBuilder &b, Value &m, Value &l,
 std::pair<Value, Value> sinkState(ImplicitLocOpBuilder &b, Value sinks,
                                   Value hasSinks, Value head, double domain);
 
+/// The softmax's normalization of a row that may have attended to no token.
+/// normalize: `acc / l`, or `acc` itself where l == 0 (a row of no tokens:
+/// its acc is 0, so the output is 0, as vLLM's kernels give; a NaN from a
+/// bad input stays NaN either way). normalizer: the factor 1 / l, or 1
+/// where l == 0, for callers that multiply by it.
+Value normalize(ImplicitLocOpBuilder &b, Value acc, Value l);
+Value normalizer(ImplicitLocOpBuilder &b, Value l);
+
 } // namespace mlir::paged_attn
 
 #endif // PAGED_ATTN_LIB_CONVERSION_PAGEDATTNTOGPU_KERNELIDIOMS_H

@@ -542,7 +542,7 @@ void PartitionProgram::emitEpilogue(ImplicitLocOpBuilder &b) {
 
 void PartitionProgram::storeOutput(ImplicitLocOpBuilder &b, const Slot &s,
                                    Value dim, const MergeState &st) {
-  Value result = arith::DivFOp::create(b, st.acc, st.l);
+  Value result = normalize(b, st.acc, st.l);
   if (valueScale) // fp8: v_scale (with the cache factor)
     result = arith::MulFOp::create(b, result, valueScale);
   Value headRow = arith::AddIOp::create(

@@ -350,7 +350,7 @@ void ReduceKernelBuilder::mergeWarpStatistics() {
 void ReduceKernelBuilder::joinSink() {
   auto [mSink, lSink] = sinkState(b, sinks, hasSinks, head, 1.0);
   merge(b, headM, headL, mSink, lSink);
-  invL = arith::DivFOp::create(b, cF32(b, 1.0f), headL);
+  invL = normalizer(b, headL);
 }
 
 /// Each lane's slices of head_size (clamped; padded lanes do not store).

@@ -195,7 +195,7 @@ class Case:
         passes k_scale / v_scale as float32 CUDA tensors instead of floats. sinks:
         None, or (lo, hi): per-head attention-sink logits drawn from [lo, hi]."""
         import torch
-        assert len(lens) == S and all(1 <= L for L in lens)
+        assert len(lens) == S and all(0 <= L for L in lens) and max(lens) >= 1
         self.S, self.H, self.KVH, self.D, self.BS = S, H, KVH, D, BS
         self.lens, self.dtype = list(lens), dtype
         self.tmp_dtype = tmp_dtype if tmp_dtype is not None else torch.float32
@@ -325,7 +325,8 @@ def reference(query, key_cache, value_cache, block_tables, seq_lens, scale, alib
     type: key = stored * k_scale, value = stored * v_scale (floats).
     With query_start_loc ([num_seqs + 1]), query row query_start_loc[s] + j
     is token j of sequence s's q_len and attends to its first
-    seq_lens[s] - q_len + j + 1 tokens."""
+    seq_lens[s] - q_len + j + 1 tokens. A row of no tokens is 0 (the
+    softmax over none, the sink's share included, weighs no value row)."""
     import torch
     R, H, D = query.shape
     NB, KVH, Dx, BS, x = key_cache.shape

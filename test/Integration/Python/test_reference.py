@@ -138,7 +138,30 @@ def cases(seed):
     ]
     out += sink_cases()
     out += fp8_cases(ragged)
+    out += empty_context_cases()
     return out
+
+
+def empty_context_cases():
+    """Sequences of no tokens (seq_len 0), as an engine pads a batch: their
+    rows are 0, with or without a sink, and nothing of theirs is read (their
+    table rows point at the NaN block). One pass, partitions + reduce, the
+    fixed grid, and a batch small enough for the cluster kernel on sm_90."""
+    return [
+        ("f16 zero-length rows, one pass", dict(S=3, H=32, KVH=8, D=128, BS=16,
+                                                lens=[0, 200, 0], dtype=f16), {}),
+        ("f16 zero-length rows, partitions + reduce",
+         dict(S=4, H=32, KVH=8, D=128, BS=16, lens=[0, 700, 0, 3000], dtype=f16), {}),
+        ("bf16 zero-length rows, fixed grid, sinks",
+         dict(S=4, H=16, KVH=2, D=64, BS=8, lens=[0, 513, 0, 77], dtype=bf16,
+              extra_partitions=2, sinks=(-2.0, 4.0)), {"fixed_grid": True}),
+        ("f16 zero-length row, batch 2 (cluster-sized grid)",
+         dict(S=2, H=32, KVH=8, D=128, BS=16, lens=[512, 0], dtype=f16), {}),
+        ("f32 zero-length rows, SIMT, alibi + window + cap",
+         dict(S=3, H=8, KVH=2, D=128, BS=32, lens=[0, 1800, 0], dtype=f32, alibi=True,
+              poison_before=300, q_scale=10.0), {"sliding_window": 300,
+                                                  "logits_soft_cap": 10.0}),
+    ]
 
 
 def sink_cases():

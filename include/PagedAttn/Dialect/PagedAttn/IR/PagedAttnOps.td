@@ -39,7 +39,8 @@ def PagedAttn_DecodeV2Op : PagedAttn_Op<"decode_v2", [
     `kv(h) = h / (num_heads / num_kv_heads)` (MHA, GQA and MQA) and the
     context's tokens are gathered from the paged caches through
     `block_tables`: token `t` of sequence `s` lives in physical block
-    `block_tables[s, t / block_size]` at slot `t % block_size`.
+    `block_tables[s, t / block_size]` at slot `t % block_size`. A row that
+    attends to no token (`seq_lens[s]` = 0) is 0.
 
     With `sinks` (gpt-oss's attention sinks), each head's softmax
     denominator gains `exp(sinks[h] - m)`, a logit without a value row:
