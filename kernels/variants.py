@@ -20,7 +20,7 @@ size 128); fp8 caches use the tensor cores from sm_89 with 16-bit queries
 
 * library:  what the build packages for the runtime: every dtype x head size
             x tile, each lean and _ext (ALiBi / soft cap), the fp8 caches
-            (fp8()) and the wide twins (wide_twins()): 254 sm_70, 100 sm_80,
+            (fp8()) and the wide twins (wide_twins()): 254 sm_70, 212 sm_80,
             216 sm_90 bundles.
 * covering: a smaller set in which every value of every dimension appears,
             with the corner pairs — what CI assembles with ptxas.
@@ -46,11 +46,13 @@ def sm(chip):
 
 
 FP8_CACHES = ["f8E4M3FN", "f8E5M2"]
-# fp8 caches: 16-bit queries, bundles for sm_70 (SIMT, software conversion;
-# also what sm_80 runs through the JIT: it has no fp8 conversion either) and
-# sm_90 (cvt.rn.f16x2.e4m3x2 / e5m2x2; tensor cores for 16-bit queries).
+# fp8 caches: 16-bit queries, bundles for sm_70 (SIMT, software conversion),
+# sm_80 (the same SIMT kernel: no fp8 conversion before sm_89; its own
+# bundles so that an A100 loads machine code instead of JIT-compiling the
+# sm_70 PTX on first use) and sm_90 (cvt.rn.f16x2.e4m3x2 / e5m2x2; tensor
+# cores for 16-bit queries).
 FP8_DTYPES = ["f16", "bf16"]
-FP8_CHIPS = ["sm_70", "sm_90"]
+FP8_CHIPS = ["sm_70", "sm_80", "sm_90"]
 
 
 def uses_mma(dtype, chip, cache=None):
