@@ -5,8 +5,9 @@
 // work side by side. Loading a bundle or a library only indexes it: parses
 // the manifest, refuses chips newer than the device and checks that its
 // files exist. A bundle's module loads on its first use (loadModuleOnce,
-// thread-safe) or on a preload: its SASS on a device of exactly its chip,
-// else its PTX through the driver's JIT; then every kernel is checked to run
+// thread-safe) or on a preload: its SASS where CUDA runs it (its chip, or a
+// later one of the same major version), else its PTX through the driver's
+// JIT; then every kernel is checked to run
 // with the block size its manifest states.
 //
 //===----------------------------------------------------------------------===//
@@ -146,9 +147,19 @@ static pa_status resolveKernels(const pa_context &ctx, const BundleDesc &desc,
   return okStatus();
 }
 
-/// Whether the bundle's SASS is for exactly this device's chip.
+/// Whether the bundle's SASS runs on this device. CUDA runs a cubin built
+/// for sm_XY on the desktop chips of the same major version X and a minor
+/// version >= Y (sm_70's on a T4's sm_75, sm_80's on sm_86 and sm_89), not
+/// on Tegra ones (sm_72, sm_87); an arch-specific chip's (sm_90a) runs on
+/// exactly that chip. Elsewhere the PTX goes through the JIT.
 static bool sassRunsHere(const BundleDesc &desc, const DeviceInfo &device) {
-  return !desc.sassPath.empty() && desc.chipVersion == device.smVersion;
+  if (desc.sassPath.empty())
+    return false;
+  const int chip = desc.chipVersion, sm = device.smVersion;
+  if (desc.chipArchSpecific || chip == sm)
+    return chip == sm;
+  const bool tegra = sm == 72 || sm == 87;
+  return !tegra && chip / 10 == sm / 10 && chip < sm;
 }
 
 /// Loads the bundle's SASS where it runs on the device, else (or if the

@@ -247,7 +247,7 @@ void sassTests() {
     CHECK_EQ(f.stats().sass_fallbacks, size_t(0));
   });
 
-  run("sass_of_another_chip_is_not_loaded", [] {
+  run("sass_of_another_major_is_not_loaded", [] {
     std::string dir = makeDir("sass_other");
     writeSassBundle(dir, chipSpec("sm_80"), kCubin);
     FakeContext f(kH200); // sm_90: the sm_80 bundle runs from its PTX
@@ -256,6 +256,31 @@ void sassTests() {
     CHECK_OK(pa_decode_v2(f.ctx, &a, nullptr));
     CHECK_EQ(fake.sassLoads.load(), 0);
     CHECK_EQ(f.stats().loaded_ptx, size_t(1));
+  });
+
+  // CUDA runs a cubin for sm_XY on desktop chips sm_XZ, Z >= Y: an A10
+  // (sm_86) or an L4 (sm_89) loads the sm_80 machine code, a T4 (sm_75)
+  // the sm_70 one, with no JIT; a Tegra chip (sm_87, sm_72) the PTX.
+  run("sass_runs_on_later_minors_of_its_major", [] {
+    const struct {
+      const char *chip;
+      int device;
+      bool sass;
+    } cases[] = {{"sm_80", 86, true},  {"sm_80", 89, true},
+                 {"sm_70", 75, true},  {"sm_80", 87, false},
+                 {"sm_70", 72, false}, {"sm_90", 100, false}};
+    for (const auto &c : cases) {
+      std::string dir = makeDir(std::string("sass_minor_") + c.chip + "_" +
+                                std::to_string(c.device));
+      writeSassBundle(dir, chipSpec(c.chip), kCubin);
+      FakeContext f(DeviceInfo{0, c.device, 80});
+      CHECK_OK(pa_context_load_library(f.ctx, dir.c_str()));
+      pa_decode_args a = validArgs();
+      CHECK_OK(pa_decode_v2(f.ctx, &a, nullptr));
+      CHECK_EQ(fake.sassLoads.load(), c.sass ? 1 : 0);
+      CHECK_EQ(f.stats().loaded_sass, size_t(c.sass ? 1 : 0));
+      CHECK_EQ(f.stats().loaded_ptx, size_t(c.sass ? 0 : 1));
+    }
   });
 
   run("sass_corrupt_falls_back_to_ptx", [] {
@@ -278,9 +303,14 @@ void sassTests() {
     CHECK_STATUS(pa_context_load_bundle(f.ctx, path.c_str()), PA_ERROR_IO,
                  "cannot open SASS");
     CHECK_EQ(pa_context_num_variants(f.ctx), size_t(0));
-    // On a device where the SASS does not run, only the PTX must exist.
+    // On a device where the SASS does not run, only the PTX must exist;
+    // where it runs, a later minor of its major, it must.
     FakeContext older(DeviceInfo{0, 100, 132});
     CHECK_OK(pa_context_load_bundle(older.ctx, path.c_str()));
+    std::string path80 = writeSassBundle(dir, chipSpec("sm_80"), "");
+    FakeContext a10(DeviceInfo{0, 86, 84});
+    CHECK_STATUS(pa_context_load_bundle(a10.ctx, path80.c_str()), PA_ERROR_IO,
+                 "cannot open SASS");
   });
 
   run("sass_record_checked", [] {
