@@ -156,10 +156,10 @@ static bool sassRunsHere(const BundleDesc &desc, const DeviceInfo &device) {
   if (desc.sassPath.empty())
     return false;
   const int chip = desc.chipVersion, sm = device.smVersion;
-  if (desc.chipArchSpecific || chip == sm)
-    return chip == sm;
+  if (chip == sm)
+    return true;
   const bool tegra = sm == 72 || sm == 87;
-  return !tegra && chip / 10 == sm / 10 && chip < sm;
+  return !desc.chipArchSpecific && !tegra && chip / 10 == sm / 10 && chip < sm;
 }
 
 /// Loads the bundle's SASS where it runs on the device, else (or if the

@@ -76,13 +76,11 @@ _VLLM_KWARGS = ("tp_rank", "blocksparse_local_blocks", "blocksparse_vert_stride"
 
 _FN = "paged_attention_v2"
 
-#: The nine tensors of pa_decode_args, in its order (check_call's tensors
-#: start with them; the optional ones given follow).
-_DECODE_TENSOR_NAMES = ("query", "key_cache", "value_cache", "block_tables", "seq_lens",
-                        "output", "exp_sums", "max_logits", "tmp_output")
-#: Indices among them of those the kernels read or write with 16-byte
-#: accesses: query, key_cache, value_cache, output, tmp_output.
+#: Indices in check_call's tensors (query, key_cache, value_cache, block_tables,
+#: seq_lens, output, exp_sums, max_logits, tmp_output) of those the kernels read
+#: or write with 16-byte accesses: query, key_cache, value_cache, output, tmp_output.
 _ALIGNED_16 = (0, 1, 2, 5, 8)
+
 
 #: A checked call: pa_decode_args' fields, named and ordered as
 #: _capi.DecodeArgs' (pointers as ints, enums as their values), then the
@@ -387,16 +385,15 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
     S, MB, P = _check_workspace_shapes(a, R, H, D, NB, BS)
     _check_max_seq_len(a, S, MB, BS, P)
     _check_per_head_tensors(a, H)
-    tensors, names, scale_tensors = _check_layout(a)
-    dev = tensors[0].device
+    tensors, scale_tensors = _check_layout(a)
+    dev = tensors[0][1].device
     if fake:
         _check_fake_alignment(tensors, scale_tensors)
-        _check_devices(dev, tensors, names, scale_tensors, need_cuda=False)
+        _check_devices(dev, tensors, scale_tensors, need_cuda=False)
         return None
-    pointers, scale_pointers = _check_alignment(tensors, scale_tensors)
-    _check_devices(dev, tensors, names, scale_tensors, need_cuda=True)
-    return _make_call(a, pa_dtypes, (S, H, KVH, D, BS, NB, MB, P), dev, pointers,
-                      scale_pointers)
+    pointers = _check_alignment(tensors, scale_tensors)
+    _check_devices(dev, tensors, scale_tensors, need_cuda=True)
+    return _make_call(a, pa_dtypes, (S, H, KVH, D, BS, NB, MB, P), dev, pointers)
 
 
 def _check_dtypes(a, kv_cache_dtype):
@@ -559,65 +556,55 @@ def _check_per_head_tensors(a, H):
 
 
 def _check_layout(a):
-    """Every tensor contiguous. Returns (tensors, names, scale_tensors): the
-    nine of pa_decode_args in its order, then the optional ones given
-    (alibi_slopes, sinks, query_start_loc); their names; the fp8 scale
-    tensors given, as (name, tensor) pairs."""
+    """Every tensor contiguous. Returns (tensors, scale_tensors): (name,
+    tensor) pairs, the nine of pa_decode_args first, in its order, then the
+    optional ones given; the fp8 scale tensors given."""
     q, out, kc, vc, bt, sl, es, ml, tmp = a.tensors
-    tensors, names = (q, kc, vc, bt, sl, out, es, ml, tmp), _DECODE_TENSOR_NAMES
+    tensors = (("query", q), ("key_cache", kc), ("value_cache", vc), ("block_tables", bt),
+               ("seq_lens", sl), ("output", out), ("exp_sums", es), ("max_logits", ml),
+               ("tmp_output", tmp))
     if a.alibi is not None:
-        tensors, names = tensors + (a.alibi,), names + ("alibi_slopes",)
+        tensors += (("alibi_slopes", a.alibi),)
     if a.sinks is not None:
-        tensors, names = tensors + (a.sinks,), names + ("sinks",)
+        tensors += (("sinks", a.sinks),)
     if a.query_start_loc is not None:
-        tensors, names = tensors + (a.query_start_loc,), names + ("query_start_loc",)
-    scale_tensors = ()
-    if a.k_scale_t is not None:
-        scale_tensors += (("k_scale", a.k_scale_t),)
-    if a.v_scale_t is not None:
-        scale_tensors += (("v_scale", a.v_scale_t),)
-    for i, t in enumerate(tensors):
+        tensors += (("query_start_loc", a.query_start_loc),)
+    scale_tensors = tuple((n, t) for n, t in (("k_scale", a.k_scale_t), ("v_scale", a.v_scale_t))
+                          if t is not None)
+    for name, t in tensors:
         if not t.is_contiguous():
             raise ValueError("%s(): %s must be contiguous (row-major, no gaps), got strides %s "
                              "for shape %s; pass %s.contiguous()"
-                             % (_FN, names[i], tuple(t.stride()), list(t.shape), names[i]))
-    return tensors, names, scale_tensors
+                             % (_FN, name, tuple(t.stride()), list(t.shape), name))
+    return tensors, scale_tensors
 
 
 def _check_alignment(tensors, scale_tensors):
     """16-byte aligned addresses where the kernels load 16 bytes, 4-byte
-    aligned scale tensors. Returns (pointers, scale_pointers): the tensors'
-    and the scale tensors' addresses, each read once."""
-    pointers = [t.data_ptr() for t in tensors]
+    aligned scale tensors. Returns the nine pointers in pa_decode_args order
+    (the tensors' order), each read once."""
+    pointers = [t.data_ptr() for _, t in tensors[:9]]
     for i in _ALIGNED_16:
         if pointers[i] % 16:
             raise ValueError("%s(): %s must start at a 16-byte aligned address (the kernels use "
-                             "16-byte loads), got 0x%x" % (_FN, _DECODE_TENSOR_NAMES[i],
-                                                           pointers[i]))
-    scale_pointers = [t.data_ptr() for _, t in scale_tensors]
-    for (name, _), ptr in zip(scale_tensors, scale_pointers):
-        if ptr % 4:
+                             "16-byte loads), got 0x%x" % (_FN, tensors[i][0], pointers[i]))
+    for name, t in scale_tensors:
+        if t.data_ptr() % 4:
             raise ValueError("%s(): %s must start at a 4-byte aligned address (one float32), "
-                             "got 0x%x" % (_FN, name, ptr))
-    return pointers, scale_pointers
+                             "got 0x%x" % (_FN, name, t.data_ptr()))
+    return pointers
 
 
-def _make_call(a, pa_dtypes, sizes, dev, pointers, scale_pointers):
-    """The checked call: sizes = (S, H, KVH, D, BS, NB, MB, P); pointers and
-    scale_pointers as _check_alignment returns them."""
+def _make_call(a, pa_dtypes, sizes, dev, pointers):
+    """The checked call: sizes = (S, H, KVH, D, BS, NB, MB, P); pointers: the
+    nine of pa_decode_args, in its order."""
     S, H, KVH, D, BS, NB, MB, P = sizes
-    optional = iter(pointers[9:])  # alibi_slopes, sinks, query_start_loc: those given
-    alibi = next(optional) if a.alibi is not None else 0
-    sinks = next(optional) if a.sinks is not None else 0
-    qsl = next(optional) if a.query_start_loc is not None else 0
-    scales = iter(scale_pointers)
-    k_scale_ptr = next(scales) if a.k_scale_t is not None else 0
-    v_scale_ptr = next(scales) if a.v_scale_t is not None else 0
+    ptr = lambda t: t.data_ptr() if t is not None else 0  # noqa: E731
     # In pa_decode_args' order (Call's fields).
     return Call._make((pa_dtypes[0], pa_dtypes[1], S, H, KVH, D, BS, NB, MB, P, PARTITION_SIZE,
-                       0 if a.fixed_grid else a.max_seq_len, a.scale, *pointers[:9], alibi,
-                       a.window, a.soft_cap, a.kv, a.k_scale, a.v_scale, k_scale_ptr,
-                       v_scale_ptr, sinks, qsl, a.max_query_len,
+                       0 if a.fixed_grid else a.max_seq_len, a.scale, *pointers, ptr(a.alibi),
+                       a.window, a.soft_cap, a.kv, a.k_scale, a.v_scale, ptr(a.k_scale_t),
+                       ptr(a.v_scale_t), ptr(a.sinks), ptr(a.query_start_loc), a.max_query_len,
                        dev.index if dev.index is not None else torch.cuda.current_device()))
 
 
@@ -643,12 +630,11 @@ def _check_fake_alignment(tensors, scale_tensors):
     """Alignment on fake tensors, which have no address: the offset into their
     storage (torch's allocators align every storage to far more than 16)."""
     for i in _ALIGNED_16:
-        t = tensors[i]
+        name, t = tensors[i]
         if (t.storage_offset() * t.element_size()) % 16:
             raise ValueError("%s(): %s must start at a 16-byte aligned address (the kernels use "
                              "16-byte loads), got a view %d bytes into its storage"
-                             % (_FN, _DECODE_TENSOR_NAMES[i],
-                                t.storage_offset() * t.element_size()))
+                             % (_FN, name, t.storage_offset() * t.element_size()))
     for name, t in scale_tensors:
         if (t.storage_offset() * t.element_size()) % 4:
             raise ValueError("%s(): %s must start at a 4-byte aligned address (one float32), "
@@ -656,15 +642,15 @@ def _check_fake_alignment(tensors, scale_tensors):
                              % (_FN, name, t.storage_offset() * t.element_size()))
 
 
-def _check_devices(dev, tensors, names, scale_tensors, need_cuda):
+def _check_devices(dev, tensors, scale_tensors, need_cuda):
     """One device for every tensor (the query's), a CUDA one unless tracing."""
     if need_cuda and dev.type != "cuda":
         raise ValueError("%s(): query must be a CUDA tensor, got device %s" % (_FN, dev))
-    for i, t in enumerate(tensors):
+    for name, t in tensors[1:]:
         d = t.device
         if d != dev:
             raise ValueError("%s(): %s is on %s but query is on %s; all tensors must be on one "
-                             "CUDA device" % (_FN, names[i], d, dev))
+                             "CUDA device" % (_FN, name, d, dev))
     for name, t in scale_tensors:
         d = t.device
         if d != dev:
