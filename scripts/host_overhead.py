@@ -6,6 +6,7 @@ benchmark): what Python spends before the kernels are queued.
   op_args    the argument-type rules before the op's schema (_op.op_args)
   dispatch   torch.ops.paged_attn.paged_attention_v2 with an empty
              implementation of the same schema: the dispatcher's own cost
+             (not in `call` in plain eager mode, which skips it: _op.call)
   check      every rule on the op's arguments (_checks.check_call)
   pack       the pa_decode_args struct (ops._decode_args)
   launch     pa_decode_v2 through ctypes (a GPU: the runtime plans and
@@ -16,8 +17,9 @@ With a CUDA GPU the tensors are CUDA tensors and `call` and `launch` queue
 the kernels for real, in bursts of 50 calls with the queue drained between
 bursts (untimed), so the times are the host's even where the kernels take
 longer. Without one (`--cpu`, or no GPU) they are CPU tensors, and two things are
-stubbed: the rule that the tensors be on a CUDA device and the launch;
-every other rule runs as on a GPU.
+stubbed: the rule that the tensors be on a CUDA device and the launch
+(and the call skips the dispatcher as it would on CUDA tensors); every
+other rule runs as on a GPU.
 
 Usage: PYTHONPATH=runtime/python python3 scripts/host_overhead.py [--cpu]
            [--calls 20000] [--rounds 5] [--json FILE]
@@ -128,6 +130,7 @@ def stub_for_cpu():
             pass
     ops._context = lambda index: NoLaunch()
     ops._current_stream = lambda index: 0
+    _op.dispatch_free = _op.plain_eager
 
 
 def main():

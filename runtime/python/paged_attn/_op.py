@@ -14,6 +14,15 @@
 # then the op's implementations run every rule (_checks.check_call): the fake
 # one on the fake tensors of a trace, the real one before each launch.
 #
+# In plain eager mode on plain CUDA tensors (`call`, `dispatch_free`) the
+# call goes straight to the real implementation: boxing 25 arguments through
+# the dispatcher into a Python kernel cost 5.3 us of a 21 us call on the
+# build machine (docs/performance.md), and in that mode the dispatcher only
+# routes to that kernel (it bumps no version counter for a Python kernel and
+# has no autograd formula to attach). Whatever else is active (torch.compile,
+# a torch function or dispatch mode such as FakeTensorMode or make_fx, a
+# functorch transform, the profiler, a tensor subclass) gets the dispatcher.
+#
 #===------------------------------------------------------------------------===#
 
 import torch
@@ -34,6 +43,24 @@ SCHEMA = (
     "Tensor? query_start_loc=None, int? max_query_len=None) -> ()")
 
 _lib = None  # the torch.library.Library holding the registration (kept alive)
+_impl = None  # the implementation registered for every device
+
+
+def _mode_probes():
+    """The tests of `dispatch_free` that something else is active, or None
+    where this torch lacks one of them (then every call is dispatched)."""
+    try:
+        return (torch.compiler.is_compiling, torch._C._is_torch_function_mode_enabled,
+                torch._C._len_torch_dispatch_stack, torch._C._are_functorch_transforms_active,
+                torch.autograd._profiler_enabled)
+    except AttributeError:
+        return None
+
+
+_PROBES = _mode_probes()
+# SCHEMA positions of the tensors: always present, and optional.
+_TENSORS = (0, 1, 2, 3, 4, 5, 6, 9, 10)
+_OPTIONAL_TENSORS = (13, 17, 18, 22, 23)
 
 
 def register(impl, fake):
@@ -41,11 +68,46 @@ def register(impl, fake):
     the package's message) and fake (for torch.compile's tracing) take the
     schema's arguments. A backend-specific kernel (say a CPU reference in a
     test) registered later for the same op takes precedence over impl."""
-    global _lib
+    global _lib, _impl
+    _impl = impl
     _lib = torch.library.Library(NAMESPACE, "DEF")
     _lib.define(SCHEMA)
     _lib.impl(NAME, impl, "CompositeExplicitAutograd")
     torch.library.register_fake(QUALNAME, fake, lib=_lib)
+
+
+def dispatch_free(args):
+    """Whether the op's arguments (SCHEMA order) may skip the dispatcher:
+    plain eager mode (module comment) and plain torch.Tensor CUDA tensors."""
+    return plain_eager(args) and args[4].is_cuda
+
+
+def plain_eager(args):
+    """dispatch_free's test of everything but the device."""
+    if _PROBES is None:
+        return False
+    compiling, function_mode, dispatch_modes, functorch, profiling = _PROBES
+    if compiling() or function_mode() or dispatch_modes() or functorch() or profiling():
+        return False
+    tensor = torch.Tensor
+    for i in _TENSORS:
+        if type(args[i]) is not tensor:
+            return False
+    for i in _OPTIONAL_TENSORS:
+        if args[i] is not None and type(args[i]) is not tensor:
+            return False
+    return True
+
+
+def call(args):
+    """The op on its arguments (SCHEMA order): the registered implementation
+    itself where dispatch_free allows, else torch.ops.paged_attn's op. A
+    CUDA kernel registered later for the op is reached only through
+    torch.ops.paged_attn.paged_attention_v2 itself."""
+    if dispatch_free(args):
+        _impl(*args)
+    else:
+        torch.ops.paged_attn.paged_attention_v2(*args)
 
 
 def op_args(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,

@@ -4,9 +4,10 @@
 # layouts, launched through libpa_runtime.so on torch's current CUDA stream.
 # One pa_context per CUDA device is created on first use and kept in a
 # module-level table (the runtime itself holds no global state); it loads the
-# kernel library (a folder of bundles pa-opt exported) once. The call goes
-# through the torch custom op torch.ops.paged_attn.paged_attention_v2
-# (_op.py), whose implementation here launches the kernels.
+# kernel library (a folder of bundles pa-opt exported) once. The call is the
+# torch custom op torch.ops.paged_attn.paged_attention_v2 (_op.py), whose
+# implementation here launches the kernels; in plain eager mode it calls
+# that implementation without the dispatcher (_op.call).
 #
 #===------------------------------------------------------------------------===#
 
@@ -235,9 +236,10 @@ def paged_attention_v2(output: torch.Tensor, exp_sums: torch.Tensor, max_logits:
     to max_num_partitions * 512 and max_blocks_per_seq * block_size.
 
     The call is torch.ops.paged_attn.paged_attention_v2 (docs/python.md,
-    "torch.compile"), so torch.compile(fullgraph=True) captures it whole.
+    "torch.compile"), so torch.compile(fullgraph=True) captures it whole; in
+    plain eager mode it launches without the dispatcher (_op.call).
     """
-    torch.ops.paged_attn.paged_attention_v2(*_op.op_args(
+    _op.call(_op.op_args(
         output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache, num_kv_heads,
         scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype,
         k_scale, v_scale, kwargs, fixed_grid, sliding_window, logits_soft_cap, sinks,

@@ -25,7 +25,8 @@
 # values are exact in the reference, which reads the same bytes). Attention
 # sinks alone (one-pass and partitioned), dominant, with every other feature,
 # in fixed-grid mode and with an fp8 cache. Blocks of 64 and 128 tokens
-# (needs the covering set's bundles; the full library has none).
+# (needs the covering set's bundles; the full library has none). Each case
+# runs twice: without the dispatcher, then through it (bitwise the same).
 
 import os
 import sys
@@ -34,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pa_testlib as T  # noqa: E402
 
 import torch  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402
 
 pa = T.import_paged_attn()
 f16, bf16, f32 = torch.float16, torch.bfloat16, torch.float32
@@ -267,17 +269,32 @@ def run_case(seed, spec, opts):
         pa.paged_attention_v2(*c.args(msl), **opts)
         torch.cuda.synchronize()
     err = T.check_close(c.output, ref, c.dtype)
-    # Twice on the same buffers: no state kept between calls.
+    first = c.output.clone()
+    # Twice on the same buffers: no state kept between calls. The first call
+    # skipped the dispatcher (plain eager mode); the second, under a torch
+    # function mode, goes through it: the same kernels, the same bits.
     c.poison()
-    pa.paged_attention_v2(*c.args(msl), **opts)
+    with TorchFunctionMode():
+        pa.paged_attention_v2(*c.args(msl), **opts)
     torch.cuda.synchronize()
     err2 = T.check_close(c.output, ref, c.dtype, "second call")
+    assert torch.equal(first, c.output), "the dispatched call's output differs from the first"
     return "rel err %.2e / %.2e  (%s)" % (err, err2, c.describe())
+
+
+def skips_the_dispatcher(seed):
+    c = T.Case(seed=seed, S=2, H=8, KVH=2, D=128, BS=16, lens=[5, 600], dtype=f16)
+    args = pa._op.op_args(*c.args(), "auto", 1.0, 1.0, {}, False, None, None)
+    assert pa._op.dispatch_free(args), "a plain eager call on CUDA tensors is dispatched"
+    with TorchFunctionMode():
+        assert not pa._op.dispatch_free(args)
+    return "plain eager: direct; under a torch function mode: dispatched"
 
 
 def body(r):
     seed = T.test_seed_value()
     print("# %s" % pa.init(torch.cuda.current_device()), flush=True)
+    r.run("a plain eager call skips the dispatcher", skips_the_dispatcher, seed)
     only = os.environ.get("PA_TEST_ONLY", "")  # run the cases whose name has it
     for i, (name, spec, opts) in enumerate(cases(seed)):
         if only in name:

@@ -21,6 +21,9 @@ import pa_testlib as T  # noqa: E402
 
 import torch  # noqa: E402
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402
+from torch.profiler import ProfilerActivity  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 import pa_cpu_reference  # noqa: E402
 
@@ -123,6 +126,60 @@ def wrapper_calls_the_op():
     c = case(alibi=True)
     pa.paged_attention_v2(*c.args(), **features(c))
     T.check_close(c.output, c.reference(**features(c)), c.dtype)
+
+
+#===----------------------------------------------------------------------===#
+# The eager call without the dispatcher (_op.call)
+#===----------------------------------------------------------------------===#
+
+
+def plain_args(c, **kw):
+    return pa._op.op_args(*c.args()[:14], "auto", 1.0, 1.0, {}, False, None, None, **kw)
+
+
+class _Dispatching(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def plain_eager_only_when_nothing_else_is_active():
+    c = case(sinks=(-1.0, 1.0))
+    a = plain_args(c, sinks=c.sinks)
+    assert pa._op.plain_eager(a)
+    assert not pa._op.dispatch_free(a), "CPU tensors must reach the op's CPU kernel"
+    active = {"a torch function mode": TorchFunctionMode(), "a dispatch mode": _Dispatching(),
+              "the profiler": torch.profiler.profile(activities=[ProfilerActivity.CPU])}
+    for what, ctx in active.items():
+        with ctx:
+            assert not pa._op.plain_eager(a), what
+    with FakeTensorMode() as mode:
+        assert not pa._op.plain_eager([mode.from_tensor(x) if isinstance(x, torch.Tensor)
+                                       else x for x in a]), "fake tensors"
+    for i in (2, 22):  # a subclass among the tensors, also an optional one
+        b = list(a)
+        b[i] = a[i].as_subclass(_Subclass)
+        assert not pa._op.plain_eager(b), "a subclass at %d" % i
+    one = torch.zeros(3)
+    in_vmap = torch.func.vmap(lambda x: x + (1 if pa._op.plain_eager(a) else 2))(one)
+    assert in_vmap.tolist() == [2.0] * 3, "inside vmap"
+    torch._dynamo.reset()
+    traced = torch.compile(lambda x: x + (1 if pa._op.plain_eager(a) else 2), backend="eager",
+                           fullgraph=True)(one)
+    assert traced.tolist() == [2.0] * 3, "inside torch.compile"
+    assert pa._op.plain_eager(a)  # and plain again after each
+
+
+class _Subclass(torch.Tensor):
+    pass
+
+
+def profiler_sees_the_op():
+    c = case()
+    with torch.profiler.profile(activities=[ProfilerActivity.CPU]) as prof:
+        pa.paged_attention_v2(*c.args())
+    names = {e.name for e in prof.events()}
+    assert pa._op.QUALNAME in names, sorted(names)[:20]
+    T.check_close(c.output, c.reference(), c.dtype)
 
 
 #===----------------------------------------------------------------------===#
@@ -246,6 +303,9 @@ def body(r):
         r.run("compile raises as eager: " + name, compile_raises_as_eager, name, *by_name[name])
     r.keep = pa_cpu_reference.register(torch, pa)
     r.run("paged_attention_v2 calls the op (CPU kernel fills the output)", wrapper_calls_the_op)
+    r.run("the dispatcher skipped only in plain eager mode",
+          plain_eager_only_when_nothing_else_is_active)
+    r.run("the profiler sees the op", profiler_sees_the_op)
     r.run("opcheck f16", opcheck, case(alibi=True), sliding_window=100, logits_soft_cap=30.0)
     r.run("opcheck bf16 GQA 4, fixed grid", opcheck, case(dtype=torch.bfloat16, H=8, KVH=2),
           fixed_grid=True)
