@@ -21,7 +21,8 @@
 # routes to that kernel (it bumps no version counter for a Python kernel and
 # has no autograd formula to attach). Whatever else is active (torch.compile,
 # a torch function or dispatch mode such as FakeTensorMode or make_fx, a
-# functorch transform, the profiler, a tensor subclass) gets the dispatcher.
+# functorch transform, the profiler, torch.jit.trace, a tensor subclass)
+# gets the dispatcher.
 #
 #===------------------------------------------------------------------------===#
 
@@ -52,15 +53,20 @@ def _mode_probes():
     try:
         return (torch.compiler.is_compiling, torch._C._is_torch_function_mode_enabled,
                 torch._C._len_torch_dispatch_stack, torch._C._are_functorch_transforms_active,
-                torch.autograd._profiler_enabled)
+                torch.autograd._profiler_enabled, torch._C._get_tracing_state)
     except AttributeError:
         return None
 
 
+def _tensor_positions():
+    """SCHEMA's positions of the tensors: (always present, optional)."""
+    types = [a.split()[0] for a in SCHEMA[SCHEMA.index("(") + 1:SCHEMA.rindex(") ->")].split(",")]
+    return (tuple(i for i, t in enumerate(types) if t.startswith("Tensor") and t[-1] != "?"),
+            tuple(i for i, t in enumerate(types) if t == "Tensor?"))
+
+
 _PROBES = _mode_probes()
-# SCHEMA positions of the tensors: always present, and optional.
-_TENSORS = (0, 1, 2, 3, 4, 5, 6, 9, 10)
-_OPTIONAL_TENSORS = (13, 17, 18, 22, 23)
+_TENSORS, _OPTIONAL_TENSORS = _tensor_positions()
 
 
 def register(impl, fake):
@@ -86,8 +92,9 @@ def plain_eager(args):
     """dispatch_free's test of everything but the device."""
     if _PROBES is None:
         return False
-    compiling, function_mode, dispatch_modes, functorch, profiling = _PROBES
-    if compiling() or function_mode() or dispatch_modes() or functorch() or profiling():
+    compiling, function_mode, dispatch_modes, functorch, profiling, jit_tracing = _PROBES
+    if (compiling() or function_mode() or dispatch_modes() or functorch() or profiling()
+            or jit_tracing() is not None):
         return False
     tensor = torch.Tensor
     for i in _TENSORS:

@@ -162,6 +162,7 @@ def plain_eager_only_when_nothing_else_is_active():
     one = torch.zeros(3)
     in_vmap = torch.func.vmap(lambda x: x + (1 if pa._op.plain_eager(a) else 2))(one)
     assert in_vmap.tolist() == [2.0] * 3, "inside vmap"
+    assert _traced_flag(a) == 2, "under torch.jit.trace"
     torch._dynamo.reset()
     traced = torch.compile(lambda x: x + (1 if pa._op.plain_eager(a) else 2), backend="eager",
                            fullgraph=True)(one)
@@ -171,6 +172,13 @@ def plain_eager_only_when_nothing_else_is_active():
 
 class _Subclass(torch.Tensor):
     pass
+
+
+def _traced_flag(a):
+    """plain_eager(a) as seen while torch.jit.trace records a function: 1 or 2."""
+    seen = []
+    torch.jit.trace(lambda x: seen.append(1 if pa._op.plain_eager(a) else 2) or x, torch.zeros(1))
+    return seen[0]
 
 
 def profiler_sees_the_op():
