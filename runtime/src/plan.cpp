@@ -21,10 +21,10 @@
 //     within 5 % of the least, the fewest partitions.
 //
 // One partition runs the one-pass kernel. On a bundle with a cluster kernel
-// (planCluster) that kernel runs instead where the device has thread-block
-// clusters (compute capability 9.0 or newer), the call has one query token
-// per sequence, its grid's x is a multiple of cluster_size and it has at
-// most one program per SM.
+// (planCluster) that kernel runs instead of one pass or of at most
+// cluster_size partitions (and their reduce) where the device has
+// thread-block clusters (compute capability 9.0 or newer), its grid's x is
+// a multiple of cluster_size and it has at most one program per SM.
 //
 //===----------------------------------------------------------------------===//
 
@@ -262,22 +262,25 @@ pa_status unsupported(const std::vector<BundleDesc> &variants,
   return status;
 }
 
-/// Makes a one-pass `plan` on `v` run the cluster kernel instead where it
-/// may (file comment): the same work spread over clusterSize times as many
-/// programs, for grids that leave most SMs idle. At most one program per
-/// SM: on the H100 (docs/history/performance-journal.md, P) 8 x 512 at
-/// group 4, 256 cluster programs (two per SM), took 21.5 us against 17.4
-/// for the 64 one-pass programs, while 32 and 128 cluster programs gained
-/// (1 x 512: 14.2 -> 11.1 us at group 4; 8 x 512 at group 8 15.2 -> 13.9).
-/// One query token per sequence only: the kernel packs several tokens'
-/// heads as the one-pass kernel does, but no GPU run has covered that yet.
-/// Else leaves it unchanged.
+/// Makes a `plan` of at most clusterSize partitions on `v` run the cluster
+/// kernel instead where it may (file comment): one kernel, no workspace and
+/// no reduce, each one-pass program's work spread over clusterSize
+/// programs, for grids that leave most SMs idle. The kernel splits each
+/// sequence over its cluster on the device, so it serves both modes and
+/// has at least the parallelism of the partitions it replaces. At most one
+/// program per SM: on the H100 (docs/history/performance-journal.md, P)
+/// 8 x 512 at group 4, 256 cluster programs (two per SM), took 21.5 us
+/// against 17.4 for the 64 one-pass programs, while 32 and 128 cluster
+/// programs gained (1 x 512: 14.2 -> 11.1 us at group 4; 8 x 512 at
+/// group 8 15.2 -> 13.9). Else leaves it unchanged.
 static void planCluster(const DeviceInfo &device, const BundleDesc &v,
-                        const pa_decode_args &args, const GridEnv &env,
+                        const pa_decode_args &args, GridEnv env,
                         DecodePlan &plan) {
-  if (!plan.onePass || !v.hasCluster() || v.clusterSize < 2 ||
-      device.smVersion < kMinClusterSmVersion || args.query_start_loc != 0)
+  if (!v.hasCluster() || v.clusterSize < 2 ||
+      plan.numPartitions > v.clusterSize ||
+      device.smVersion < kMinClusterSmVersion)
     return;
+  env.set(GridSym::NumPartitions, 1);
   unsigned grid[3];
   if (!isOk(evalGrid(v, Role::Cluster, env, grid)))
     return; // beyond CUDA's limits: the one-pass grid is smaller
@@ -286,6 +289,21 @@ static void planCluster(const DeviceInfo &device, const BundleDesc &v,
   // only on a grid of whole clusters.
   if (grid[0] % unsigned(v.clusterSize) != 0 || programs > device.smCount)
     return;
+  if (!plan.onePass) {
+    // One pass over the whole context: what one partition of the rule
+    // would report (adaptive: whole warp steps; fixed: the capacity).
+    const int64_t tokens =
+        args.max_seq_len > 0
+            ? roundUp(args.max_seq_len, int64_t(v.tokenStep) * v.warps)
+            : std::max<int64_t>(args.partition_size,
+                                roundUp(int64_t(args.max_blocks_per_seq) *
+                                            args.block_size,
+                                        v.tokenStep));
+    plan.partitionTokens = int32_t(std::min<int64_t>(tokens, INT32_MAX));
+    plan.numPartitions = 1;
+    plan.partitionSplit = 0;
+    plan.onePass = true;
+  }
   plan.clusterSize = v.clusterSize;
   for (int d = 0; d < 3; ++d)
     plan.grid[d] = grid[d];

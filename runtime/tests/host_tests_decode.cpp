@@ -998,21 +998,40 @@ const std::vector<PlanCase> &planCases() {
             .clusterIs(0)
             .gridIs({1, 8, 1})
             .blockIs({128, 1, 1})}},
-      // Several partitions never run it: 600 tokens are 2 partitions of 384
-      // on the twin, 32768 are 32 of 1024; the fixed grid of capacity
+      // It runs in place of at most cluster_size partitions (and their
+      // reduce): 600 tokens are 2 partitions of 384 on the twin, 2048 are 4
+      // of 512; one pass over the whole context on 4 x 8 programs. 4096
+      // tokens are 8 partitions, 32768 are 32; the fixed grid of capacity
       // 32768 is 64 (the 4-warp bundle).
-      {"plan_cluster_one_pass_only",
+      {"plan_cluster_few_partitions",
        {Step()
             .with(clusterTwins())
             .on(kH100)
             .seqs(1)
             .seqLen(600)
             .chooses(wide)
+            .onePassIs(1)
+            .parts(1)
+            .tokens(640)
+            .clusterIs(4)
+            .gridIs({4, 8, 1})
+            .blockIs({256, 1, 1})
+            .reduceGridIs({0, 0, 0}),
+        Step()
+            .seqLen(2048)
+            .chooses(wide)
+            .onePassIs(1)
+            .parts(1)
+            .tokens(2048)
+            .clusterIs(4)
+            .gridIs({4, 8, 1}),
+        Step()
+            .seqLen(4096)
+            .chooses(wide)
             .onePassIs(0)
-            .parts(2)
+            .parts(8)
             .clusterIs(0)
-            .gridIs({2, 8, 1})
-            .blockIs({256, 1, 1}),
+            .gridIs({8, 8, 1}),
         Step()
             .seqLen(32768)
             .chooses(wide)
@@ -1021,6 +1040,18 @@ const std::vector<PlanCase> &planCases() {
             .clusterIs(0)
             .gridIs({32, 8, 1}),
         Step().seqLen(0).onePassIs(0).parts(64).clusterIs(0),
+        // A fixed grid of capacity 2048 splits it over the adaptive count
+        // there (4): the cluster kernel, one pass over the capacity.
+        Step()
+            .seqLen(0)
+            .blocksPerSeq(128)
+            .workspaceParts(4)
+            .chooses(wide)
+            .onePassIs(1)
+            .parts(1)
+            .tokens(2048)
+            .clusterIs(4)
+            .gridIs({4, 8, 1}),
         // A fixed grid of one partition is one pass: the cluster kernel.
         Step()
             .seqLen(0)
@@ -1238,18 +1269,21 @@ void planTests() {
     CHECK_EQ(p.one_pass, 1);
     CHECK_STATUS(pa_decode_v2(h.ctx, &a, nullptr), PA_ERROR_CUDA,
                  "no CUDA driver");
-    // Two partitions need it.
-    a.max_seq_len = 600;
+    // So does a plan of up to cluster_size partitions; eight need it.
+    a.max_seq_len = 2048;
+    CHECK_STATUS(pa_decode_v2(h.ctx, &a, nullptr), PA_ERROR_CUDA,
+                 "no CUDA driver");
+    a.max_seq_len = 4096;
     CHECK_STATUS(pa_decode_v2(h.ctx, &a, nullptr), PA_ERROR_INVALID_ARGUMENT,
                  "exp_sums");
   });
 
-  // Several query tokens per sequence keep the one-pass kernel: the
-  // cluster kernel's packed tiles have not run on a GPU yet.
-  run("plan_cluster_one_token_per_sequence", [] {
+  // Several query tokens per sequence run it too, their packed rows in x
+  // as in the one-pass grid: 4 tokens of group 4 are 2 tiles of 8 rows.
+  run("plan_cluster_query_tokens", [] {
     std::vector<BundleDesc> descs;
     for (Spec s : clusterTwins()) {
-      s.queryTokens = true;
+      s.queryTokens = s.packsTokens = true;
       descs.push_back(descFor(s));
     }
     linkWideTwins(descs);
@@ -1259,11 +1293,13 @@ void planTests() {
     DecodePlan plan;
     CHECK_OK(planDecode(kH100, descs, a, true, plan));
     CHECK_EQ(plan.clusterSize, 4);
+    CHECK_EQ(plan.grid[0], 4u);
     a.query_start_loc = 0x200000;
     a.max_query_len = 4;
     CHECK_OK(planDecode(kH100, descs, a, true, plan));
     CHECK(plan.onePass);
-    CHECK_EQ(plan.clusterSize, 0);
+    CHECK_EQ(plan.clusterSize, 4);
+    CHECK_EQ(plan.grid[0], 8u);
     CHECK_EQ(plan.block[0], 256u);
   });
 
