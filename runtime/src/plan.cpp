@@ -290,16 +290,13 @@ static void planCluster(const DeviceInfo &device, const BundleDesc &v,
   if (grid[0] % unsigned(v.clusterSize) != 0 || programs > device.smCount)
     return;
   if (!plan.onePass) {
-    // One pass over the whole context: what one partition of the rule
-    // would report (adaptive: whole warp steps; fixed: the capacity).
-    const int64_t tokens =
-        args.max_seq_len > 0
-            ? roundUp(args.max_seq_len, int64_t(v.tokenStep) * v.warps)
-            : std::max<int64_t>(args.partition_size,
-                                roundUp(int64_t(args.max_blocks_per_seq) *
-                                            args.block_size,
-                                        v.tokenStep));
-    plan.partitionTokens = int32_t(std::min<int64_t>(tokens, INT32_MAX));
+    // One pass over the whole context: the rule's plan of one partition.
+    pa_decode_args whole = args;
+    whole.max_num_partitions = 1;
+    PartitionPlan one;
+    if (!isOk(planPartitions(device, v, whole, programs, one)))
+      return;
+    plan.partitionTokens = one.tokens;
     plan.numPartitions = 1;
     plan.partitionSplit = 0;
     plan.onePass = true;
