@@ -164,9 +164,9 @@ typedef struct pa_plan {
      partition_tokens) tokens (docs/runtime.md) */
   int32_t partition_split;
   /* 0: no cluster kernel runs. S > 0 (one_pass set, on a bundle with a
-     cluster kernel): the cluster one-pass kernel runs instead of the
-     one-pass kernel, in thread-block clusters of S programs along grid x
-     (docs/runtime.md); grid and block are its */
+     cluster kernel): the cluster one-pass kernel runs instead of one pass
+     or of at most S partitions and their reduce, in thread-block clusters
+     of S programs along grid x (docs/runtime.md); grid and block are its */
   int32_t cluster_size;
 } pa_plan;
 pa_status pa_plan_decode_v2(const pa_context *ctx, const pa_decode_args *args,

@@ -285,8 +285,8 @@ def plan(output: torch.Tensor, exp_sums: torch.Tensor, max_logits: torch.Tensor,
     launching: the runtime's pa_plan as a dict with keys variant, one_pass,
     partition_tokens, num_partitions, grid, block, reduce_grid, reduce_block,
     resident_programs, partition_split, cluster_size (0, or the programs per
-    thread-block cluster when the cluster kernel runs instead of the one-pass
-    kernel)."""
+    thread-block cluster when the cluster kernel runs instead of one pass or
+    of a few partitions)."""
     c = _checks.check_call(output, exp_sums, max_logits, tmp_output, query, key_cache,
                            value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size,
                            max_seq_len, alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs,
