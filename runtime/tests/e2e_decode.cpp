@@ -7,10 +7,10 @@
 // contexts (--long), shuffled block tables, adaptive and fixed-grid modes.
 // A covering subset is sampled (every value of every dimension appears), plus
 // every group size for each (dtype, cache dtype, head, block) the library
-// serves, and five small group-4 grids per key (where wide twins and, on
-// sm_90, their cluster kernels run): two of short contexts, three of one or
+// serves, and six small group-4 grids per key (where wide twins and, on
+// sm_90, their cluster kernels run): two of short contexts, four of one or
 // two contexts of a few partitions (adaptive; a fixed grid over a workspace
-// of one partition; four query tokens). fp8 caches (E4M3FN, E5M2) get
+// of one partition; four query tokens; two). fp8 caches (E4M3FN, E5M2) get
 // random fp8 bytes, scales in the arguments, on the device or one of each,
 // and a reference computed from the exactly decoded bytes times the scales.
 //
@@ -1450,10 +1450,12 @@ void addQueryTokenCases(std::vector<Case> &cases, const Case &key, int k,
 /// one with every feature in the fixed grid; then 1-2 sequences of a few
 /// partitions' contexts (kFew): adaptive with cycling features, the fixed
 /// grid with a workspace of one partition (one pass over the capacity),
-/// and several query tokens (4, packed two per 8-head tile).
+/// and several query tokens: 4 (16 rows a KV head: the 16-head bundle) and
+/// 2 (8 rows: the 8-head bundle's wide twin, whose cluster kernel on sm_90
+/// stands in for up to 4 partitions with several tokens too).
 void addSmallGridCases(std::vector<Case> &cases, const Case &key, int k,
                        uint64_t seed) {
-  for (int j = 0; j < 5; ++j) {
+  for (int j = 0; j < 6; ++j) {
     Case c = key;
     c.shape = shapeIndex("GQA4");
     c.profile = j < 2 ? kShort : kFew;
@@ -1462,8 +1464,9 @@ void addSmallGridCases(std::vector<Case> &cases, const Case &key, int k,
     c.features = j == 0   ? 0
                  : j == 2 ? (k * 5 + 3) % 16
                  : j == 4 ? (k % 2 ? kWindow | kSinks : kAllFeatures)
+                 : j == 5 ? (k * 3 + 1) % 16
                           : kAllFeatures;
-    c.queryLen = j == 4 ? 4 : 0;
+    c.queryLen = j == 4 ? 4 : j == 5 ? 2 : 0;
     c.scales = ScaleMode((k + j) % kNumScaleModes);
     c.tmpHalf = halfTmp(c.dtype, k + 1 + j / 2);
     appendCase(cases, c, seed);
