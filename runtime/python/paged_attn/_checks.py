@@ -380,6 +380,12 @@ def check_call(output, exp_sums, max_logits, tmp_output, query, key_cache, value
                         num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
                         alibi_slopes, kv_cache_dtype, k_scale, v_scale, kwargs, fixed_grid,
                         sliding_window, logits_soft_cap, sinks, query_start_loc, max_query_len)
+    return check_typed(a, kv_cache_dtype, fake)
+
+
+def check_typed(a, kv_cache_dtype, fake=False):
+    """check_call's rules after the argument types: on the Args of
+    check_arg_types (kv_cache_dtype as given, for the messages)."""
     pa_dtypes = _check_dtypes(a, kv_cache_dtype)
     R, H, D, NB, KVH, BS = _check_cache_shapes(a, kv_cache_dtype)
     S, MB, P = _check_workspace_shapes(a, R, H, D, NB, BS)

@@ -44,7 +44,7 @@ SCHEMA = (
     "Tensor? query_start_loc=None, int? max_query_len=None) -> ()")
 
 _lib = None  # the torch.library.Library holding the registration (kept alive)
-_impl = None  # the implementation registered for every device
+_launch_checked = None  # the implementation's launch of a checked call (register)
 
 
 def _mode_probes():
@@ -69,13 +69,15 @@ _PROBES = _mode_probes()
 _TENSORS, _OPTIONAL_TENSORS = _tensor_positions()
 
 
-def register(impl, fake):
+def register(impl, fake, launch_checked):
     """Defines the op; impl (for every device: it refuses all but CUDA with
     the package's message) and fake (for torch.compile's tracing) take the
-    schema's arguments. A backend-specific kernel (say a CPU reference in a
-    test) registered later for the same op takes precedence over impl."""
-    global _lib, _impl
-    _impl = impl
+    schema's arguments; launch_checked (what impl does after the rules)
+    takes a _checks.Call, for `call`. A backend-specific kernel (say a CPU
+    reference in a test) registered later for the same op takes precedence
+    over impl."""
+    global _lib, _launch_checked
+    _launch_checked = launch_checked
     _lib = torch.library.Library(NAMESPACE, "DEF")
     _lib.define(SCHEMA)
     _lib.impl(NAME, impl, "CompositeExplicitAutograd")
@@ -106,13 +108,16 @@ def plain_eager(args):
     return True
 
 
-def call(args):
-    """The op on its arguments (SCHEMA order): the registered implementation
-    itself where dispatch_free allows, else torch.ops.paged_attn's op. A
-    CUDA kernel registered later for the op is reached only through
+def call(a, kv_cache_dtype, no_max_seq_len):
+    """The op on the Args of check_arg_types (schema_args' arguments): where
+    dispatch_free allows, the rest of the rules (_checks.check_typed) and
+    the launch of the implementation registered with `launch_checked`; else
+    torch.ops.paged_attn's op, whose implementation runs every rule. A CUDA
+    kernel registered later for the op is reached only through
     torch.ops.paged_attn.paged_attention_v2 itself."""
+    args = schema_args(a, kv_cache_dtype, no_max_seq_len)
     if dispatch_free(args):
-        _impl(*args)
+        _launch_checked(_checks.check_typed(a, kv_cache_dtype))
     else:
         torch.ops.paged_attn.paged_attention_v2(*args)
 
@@ -127,12 +132,20 @@ def op_args(output, exp_sums, max_logits, tmp_output, query, key_cache, value_ca
                                 block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale,
                                 v_scale, kwargs, fixed_grid, sliding_window, logits_soft_cap,
                                 sinks, query_start_loc, max_query_len)
+    return schema_args(a, kv_cache_dtype, fixed_grid and max_seq_len is None)
+
+
+def schema_args(a, kv_cache_dtype, no_max_seq_len):
+    """The op's arguments (SCHEMA order) of check_arg_types' Args: the
+    tensors as given, the scalars as checked; max_seq_len None where the
+    call gave none (no_max_seq_len: a fixed grid without it)."""
+    query, output, key_cache, value_cache, block_tables, seq_lens, exp_sums, max_logits, \
+        tmp_output = a.tensors
     return (output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache,
             a.num_kv_heads, a.scale, block_tables, seq_lens, a.block_size,
-            None if fixed_grid and max_seq_len is None else a.max_seq_len, alibi_slopes,
-            kv_cache_dtype, a.k_scale, a.v_scale, a.k_scale_t, a.v_scale_t,
-            a.window or None, a.soft_cap, fixed_grid, sinks, query_start_loc,
-            a.max_query_len or None)
+            None if no_max_seq_len else a.max_seq_len, a.alibi, kv_cache_dtype, a.k_scale,
+            a.v_scale, a.k_scale_t, a.v_scale_t, a.window or None, a.soft_cap, a.fixed_grid,
+            a.sinks, a.query_start_loc, a.max_query_len or None)
 
 
 def check(output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache, num_kv_heads,

@@ -239,17 +239,22 @@ def paged_attention_v2(output: torch.Tensor, exp_sums: torch.Tensor, max_logits:
     "torch.compile"), so torch.compile(fullgraph=True) captures it whole; in
     plain eager mode it launches without the dispatcher (_op.call).
     """
-    _op.call(_op.op_args(
-        output, exp_sums, max_logits, tmp_output, query, key_cache, value_cache, num_kv_heads,
-        scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype,
-        k_scale, v_scale, kwargs, fixed_grid, sliding_window, logits_soft_cap, sinks,
-        query_start_loc, max_query_len))
+    a = _checks.check_arg_types(output, exp_sums, max_logits, tmp_output, query, key_cache,
+                                value_cache, num_kv_heads, scale, block_tables, seq_lens,
+                                block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale,
+                                v_scale, kwargs, fixed_grid, sliding_window, logits_soft_cap,
+                                sinks, query_start_loc, max_query_len)
+    _op.call(a, kv_cache_dtype, fixed_grid and max_seq_len is None)
 
 
 def _launch(*args, **kwargs):
     """The op's implementation (SCHEMA's arguments): checks, then launches on
     the tensors' device, on its current stream."""
-    c = _op.check(*args, **kwargs)
+    _launch_checked(_op.check(*args, **kwargs))
+
+
+def _launch_checked(c):
+    """Launches a checked call (_checks.Call) on its device's current stream."""
     if c.num_seqs == 0 or c.num_heads == 0:
         return
     ctx = _context(c.device_index)
@@ -268,7 +273,7 @@ def _fake(*args, **kwargs):
     _op.check(*args, fake=True, **kwargs)
 
 
-_op.register(_launch, _fake)
+_op.register(_launch, _fake, _launch_checked)
 
 
 def plan(output: torch.Tensor, exp_sums: torch.Tensor, max_logits: torch.Tensor,

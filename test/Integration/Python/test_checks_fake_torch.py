@@ -99,6 +99,10 @@ class _Tensor:
     def data_ptr(self):
         return self._ptr
 
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
+
     def item(self):
         # Reading a CUDA tensor on the host would synchronise: never allowed.
         assert self.device.type != "cuda", "item() on a %s tensor (a host read)" % self.device
@@ -149,7 +153,7 @@ fake.ops = types.SimpleNamespace(paged_attn=_OpNamespace())
 sys.modules["torch"] = fake
 
 pa = T.import_paged_attn()
-from paged_attn import _capi, ops  # noqa: E402
+from paged_attn import _capi, _op, ops  # noqa: E402
 
 
 def make(shape, dtype, device):
@@ -574,21 +578,51 @@ def decode_args_packed_as_ctypes_would():
                         *wrong)
 
 
+# The stand-in torch has none of the tests of _op.dispatch_free, so every
+# call is dispatched; with these (nothing active) a call on CUDA tensors goes
+# straight to the implementation's checked launch (_op.call).
+_NOTHING_ACTIVE = (lambda: False,) * 5 + (lambda: None,)
+
+
+def paths_taken():
+    """Which way a call went: through the registered op, or around it."""
+    impl = registered[("paged_attention_v2", "CompositeExplicitAutograd")]
+    seen = []
+    registered[("paged_attention_v2", "CompositeExplicitAutograd")] = \
+        lambda *a, **k: (seen.append(1), impl(*a, **k))
+    try:
+        for probes in (None, _NOTHING_ACTIVE):
+            _op._PROBES = probes
+            rec.calls.clear()
+            pa.paged_attention_v2(**T.baseline(fake, make, "cuda:0"))
+            assert [c[0] for c in rec.calls] == ["context", "decode"], rec.calls
+        assert seen == [1], "dispatched once, then direct: the op ran %d times" % len(seen)
+    finally:
+        registered[("paged_attention_v2", "CompositeExplicitAutograd")] = impl
+        _op._PROBES = None
+
+
 def body(r):
     r.run("signature is the seed's", signature_is_the_seeds)
-    for name, args, exc, subs in T.refusal_cases(fake, make, "cuda:0", make_strided,
-                                                  make_misaligned):
-        r.run("refuses: " + name, refused, args, exc, subs)
-    for name, args in T.accepted_cases(fake, make, "cuda:0"):
-        r.run("accepts: " + name, accepted, args)
-    for fn in (op_registered, decode_args_built, features_reach_the_runtime, fp8_reaches_the_runtime,
-               fp8_scale_tensor_device_rules, every_pointer_in_its_field,
-               unsupported_names_the_library, fixed_grid_passes_zero, float32_dtypes,
-               empty_batch_launches_nothing, plan_goes_through_checks, cpu_tensors_refused,
-               mixed_devices_refused, scale_tensors, first_context_during_capture_refused,
-               runtime_library_not_found, runtime_library_search_order, kernel_library_not_found,
-               status_to_exception,
-               struct_layouts, decode_args_packed_as_ctypes_would):
+    r.run("a call is dispatched, or (nothing active) goes around the op", paths_taken)
+    for path, probes in (("", None), ("direct: ", _NOTHING_ACTIVE)):
+        _op._PROBES = probes  # the rules and the launch, by each path
+        for name, args, exc, subs in T.refusal_cases(fake, make, "cuda:0", make_strided,
+                                                      make_misaligned):
+            r.run(path + "refuses: " + name, refused, args, exc, subs)
+        for name, args in T.accepted_cases(fake, make, "cuda:0"):
+            r.run(path + "accepts: " + name, accepted, args)
+        for fn in (op_registered, decode_args_built, features_reach_the_runtime,
+                   fp8_reaches_the_runtime, fp8_scale_tensor_device_rules,
+                   every_pointer_in_its_field, unsupported_names_the_library,
+                   fixed_grid_passes_zero, float32_dtypes, empty_batch_launches_nothing,
+                   plan_goes_through_checks, cpu_tensors_refused, mixed_devices_refused,
+                   scale_tensors, first_context_during_capture_refused):
+            r.run(path + fn.__name__, fn)
+    _op._PROBES = None
+    for fn in (runtime_library_not_found, runtime_library_search_order,
+               kernel_library_not_found, status_to_exception, struct_layouts,
+               decode_args_packed_as_ctypes_would):
         r.run(fn.__name__, fn)
 
 
