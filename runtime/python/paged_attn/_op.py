@@ -15,11 +15,13 @@
 # one on the fake tensors of a trace, the real one before each launch.
 #
 # In plain eager mode on plain CUDA tensors (`call`, `dispatch_free`) the
-# call goes straight to the real implementation: boxing 25 arguments through
-# the dispatcher into a Python kernel cost 5.3 us of a 21 us call on the
-# build machine (docs/performance.md), and in that mode the dispatcher only
-# routes to that kernel (it bumps no version counter for a Python kernel and
-# has no autograd formula to attach). Whatever else is active (torch.compile,
+# call does what the real implementation does, without the dispatcher: the
+# rules after the argument types, which the wrapper has just checked
+# (_checks.check_typed), and the launch. Boxing 25 arguments through the
+# dispatcher into a Python kernel cost 5.3 us of a 21 us call on the build
+# machine (docs/performance.md), and in that mode the dispatcher only routes
+# to that kernel (it bumps no version counter for a Python kernel and has
+# no autograd formula to attach). Whatever else is active (torch.compile,
 # a torch function or dispatch mode such as FakeTensorMode or make_fx, a
 # functorch transform, the profiler, torch.jit.trace, a tensor subclass)
 # gets the dispatcher.

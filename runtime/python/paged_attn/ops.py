@@ -6,8 +6,9 @@
 # module-level table (the runtime itself holds no global state); it loads the
 # kernel library (a folder of bundles pa-opt exported) once. The call is the
 # torch custom op torch.ops.paged_attn.paged_attention_v2 (_op.py), whose
-# implementation here launches the kernels; in plain eager mode it calls
-# that implementation without the dispatcher (_op.call).
+# implementation here checks and launches the kernels; in plain eager mode
+# the call checks and launches the same way without the dispatcher
+# (_op.call).
 #
 #===------------------------------------------------------------------------===#
 
