@@ -29,8 +29,8 @@ Usage (a CUDA GPU with torch; PYTHONPATH=runtime/python, PA_KERNEL_LIBRARY):
 Bandwidth = bytes of K and V the contexts hold / median time.
 
 Timing is do_bench's: L2 flushed before each call, CUDA events around it.
-An eager call's host side (about 65 us through the Python op on the H100
-machine) overlaps the flush; where it outlasts the flush and the kernels are
+An eager call's host side (25-73 us a call on the H100 machines of runs R
+and S, docs/performance.md) overlaps the flush; where it outlasts the flush and the kernels are
 short (batch 1, small grids), it leaks into the time. --graph times the
 replay of a CUDA graph of the call instead: the kernels' own time, as an
 engine that replays graphs sees it.

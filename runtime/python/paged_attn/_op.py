@@ -67,8 +67,16 @@ def _tensor_positions():
             tuple(i for i, t in enumerate(types) if t == "Tensor?"))
 
 
+def _plain_types():
+    """The tensor types a direct call takes: torch.Tensor, and nn.Parameter
+    (learned sinks or ALiBi slopes), which overrides nothing torch runs."""
+    nn = getattr(torch, "nn", None)
+    return (torch.Tensor,) + ((nn.Parameter,) if nn is not None else ())
+
+
 _PROBES = _mode_probes()
 _TENSORS, _OPTIONAL_TENSORS = _tensor_positions()
+_PLAIN = _plain_types()
 
 
 def register(impl, fake, launch_checked):
@@ -88,7 +96,7 @@ def register(impl, fake, launch_checked):
 
 def dispatch_free(args):
     """Whether the op's arguments (SCHEMA order) may skip the dispatcher:
-    plain eager mode (module comment) and plain torch.Tensor CUDA tensors."""
+    plain eager mode (module comment) and plain CUDA tensors (_PLAIN)."""
     return plain_eager(args) and args[4].is_cuda
 
 
@@ -100,12 +108,11 @@ def plain_eager(args):
     if (compiling() or function_mode() or dispatch_modes() or functorch() or profiling()
             or jit_tracing() is not None):
         return False
-    tensor = torch.Tensor
     for i in _TENSORS:
-        if type(args[i]) is not tensor:
+        if type(args[i]) not in _PLAIN:
             return False
     for i in _OPTIONAL_TENSORS:
-        if args[i] is not None and type(args[i]) is not tensor:
+        if args[i] is not None and type(args[i]) not in _PLAIN:
             return False
     return True
 

@@ -159,6 +159,9 @@ def plain_eager_only_when_nothing_else_is_active():
         b = list(a)
         b[i] = a[i].as_subclass(_Subclass)
         assert not pa._op.plain_eager(b), "a subclass at %d" % i
+    b = list(a)
+    b[22] = torch.nn.Parameter(a[22])  # learned sinks: still plain
+    assert pa._op.plain_eager(b), "an nn.Parameter"
     one = torch.zeros(3)
     in_vmap = torch.func.vmap(lambda x: x + (1 if pa._op.plain_eager(a) else 2))(one)
     assert in_vmap.tolist() == [2.0] * 3, "inside vmap"
